@@ -1,0 +1,65 @@
+"""The ``nmtlib`` command line: one sub-command per pipeline step.
+
+Each sub-command lives in ``nmtlib/commands/<name>.py`` and exposes
+``register(subparsers) -> None``, which adds its parser and sets ``func`` (a callable taking
+the parsed ``argparse.Namespace`` and returning an exit code). Modules are imported lazily per
+invocation so that ``nmtlib score`` does not pay for importing torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+#: sub-command modules under ``nmtlib.commands``, in the order ``--help`` lists them
+COMMANDS: tuple[str, ...] = (
+    "corpus",
+    "prepare",
+    "vocab",
+    "train",
+    "translate",
+    "align",
+    "score",
+    "evaluate",
+    "report",
+)
+
+
+class NmtlibError(Exception):
+    """An error the user can act on: printed as one line, no traceback, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nmtlib", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"nmtlib.commands.{name}")
+        except ModuleNotFoundError as err:  # a command whose module is not written yet
+            if err.name == f"nmtlib.commands.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def _version() -> str:
+    from nmtlib import __version__
+
+    return f"nmtlib {__version__}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except NmtlibError as err:
+        print(f"nmtlib {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

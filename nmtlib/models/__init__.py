@@ -1,0 +1,1 @@
+"""Encoders, attention mechanisms × score functions, decoders and the model builder."""

@@ -1,0 +1,237 @@
+"""Attention mechanisms: global, local-m, local-p (Luong et al. 2015 §3.1–3.2) and Flexible
+Attention (Shu & Nakayama 2017 §3).
+
+Every mechanism plugs a :class:`~nmtlib.models.scores.Score` into the same interface and
+returns an :class:`AttentionOutput` with the context vector, the weights over *all* source
+positions (zeros where nothing was computed: for AER, heatmaps and unk replacement) and the
+number of score evaluations per row — the quantity Shu & Nakayama report as the window size.
+
+Windowed mechanisms really skip work: they gather the keys inside the window (width W ≤ 2D+1 for
+local attention, the τ-span for Flexible Attention) and score only those; weights are never
+obtained by masking a full computation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from nmtlib.models.scores import Score
+
+NEG_INF = float("-inf")
+
+
+@dataclass
+class Memory:
+    """Encoder states of a batch, with what every decoder step needs about them."""
+
+    values: Tensor  #: (B, S, H_m) source annotations h̄_s, in original source order
+    mask: Tensor  #: (B, S) True at real tokens
+    lengths: Tensor  #: (B,) source lengths
+    keys: Tensor | None = None  #: (B, S, K) score keys, precomputed once per sentence
+
+    def repeat_interleave(self, k: int) -> Memory:
+        """Each row repeated ``k`` times in place (beam search: k hypotheses per sentence)."""
+        rep = lambda t: None if t is None else t.repeat_interleave(k, dim=0)  # noqa: E731
+        return Memory(rep(self.values), rep(self.mask), rep(self.lengths), rep(self.keys))
+
+
+class AttentionOutput(NamedTuple):
+    context: Tensor  #: (B, H_m) c_t = Σ_s a_t(s) h̄_s
+    weights: Tensor  #: (B, S) a_t over all source positions, 0 where not computed
+    evaluated: Tensor  #: (B,) number of positions whose score was computed
+    gate: Tensor | None = None  #: (B,) Flexible Attention strength g(t), else None
+
+
+def masked_softmax(logits: Tensor, valid: Tensor) -> Tensor:
+    """Softmax over the last dim with invalid entries at exactly zero (Luong Eq. 7)."""
+    return torch.softmax(logits.masked_fill(~valid, NEG_INF), dim=-1)
+
+
+def gather_rows(x: Tensor, positions: Tensor) -> Tensor:
+    """``x`` ``(B, S, D)`` gathered at ``positions`` ``(B, W)`` → ``(B, W, D)``."""
+    return x.gather(1, positions.unsqueeze(2).expand(-1, -1, x.shape[2]))
+
+
+class Attention(nn.Module):
+    """Base class: a score function plus the choice of positions it is evaluated at."""
+
+    #: name used in configs and in results tables
+    name: str = ""
+
+    def __init__(self, score: Score) -> None:
+        super().__init__()
+        self.score = score
+
+    def precompute(self, memory: Memory) -> Memory:
+        return replace(memory, keys=self.score.precompute(memory.values))
+
+    def init_state(self, memory: Memory) -> dict[str, Tensor]:
+        """Per-row recurrent state of the mechanism (e.g. Flexible Attention's p_{t−1})."""
+        return {}
+
+    def forward(
+        self, query: Tensor, memory: Memory, state: dict[str, Tensor], step: int, embedded: Tensor
+    ) -> tuple[AttentionOutput, dict[str, Tensor]]:
+        """One decoder step. ``query`` (B, H_q); ``embedded`` (B, E) is the feedback word's embedding."""
+        raise NotImplementedError
+
+    def _score_window(
+        self, query: Tensor, memory: Memory, positions: Tensor, valid: Tensor, bias: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Softmax weights ``(B, W)`` over ``positions`` (``(B, W)``, clamped into the sentence)
+        computed from gathered keys only; ``bias`` is added to the logits (the penalty)."""
+        positions = positions.clamp(min=0, max=memory.values.shape[1] - 1)
+        logits = self.score(query, gather_rows(memory.keys, positions), positions)
+        if bias is not None:
+            logits = logits + bias
+        return masked_softmax(logits, valid), positions
+
+    @staticmethod
+    def _scatter(weights_w: Tensor, positions: Tensor, valid: Tensor, memory: Memory) -> AttentionOutput:
+        """Context from window weights, and the weights spread over all source positions."""
+        weights_w = weights_w * valid
+        context = torch.bmm(weights_w.unsqueeze(1), gather_rows(memory.values, positions)).squeeze(1)
+        full = weights_w.new_zeros(memory.mask.shape).scatter_add(1, positions, weights_w)
+        return AttentionOutput(context, full, valid.sum(1))
+
+
+class GlobalAttention(Attention):
+    """``global``: all source positions (Luong Eq. 7; Bahdanau Eq. 5–6 with ``additive``)."""
+
+    name = "global"
+
+    def forward(self, query, memory, state, step, embedded):
+        B, S = memory.mask.shape
+        positions = torch.arange(S, device=query.device).expand(B, S)
+        weights = masked_softmax(self.score(query, memory.keys, positions), memory.mask)
+        context = torch.bmm(weights.unsqueeze(1), memory.values).squeeze(1)
+        return AttentionOutput(context, weights, memory.lengths.clone()), state
+
+
+class LocalMonotonicAttention(Attention):
+    """``local-m``: p_t = t, softmax of Eq. 7 over [p_t − D, p_t + D] ∩ the sentence (footnote 8).
+
+    Past the end of the source, p_t is clamped to the last word *(choice: the window would
+    otherwise be empty)*.
+    """
+
+    name = "local-m"
+
+    def __init__(self, score: Score, window: int = 10) -> None:
+        super().__init__(score)
+        self.D = window
+
+    def forward(self, query, memory, state, step, embedded):
+        center = torch.clamp(memory.lengths - 1, max=step)  # (B,) 0-based p_t = t
+        offsets = torch.arange(-self.D, self.D + 1, device=query.device)
+        positions = center.unsqueeze(1) + offsets
+        valid = (positions >= 0) & (positions < memory.lengths.unsqueeze(1))
+        weights, positions = self._score_window(query, memory, positions, valid)
+        return self._scatter(weights, positions, valid, memory), state
+
+
+class LocalPredictiveAttention(Attention):
+    """``local-p``: p_t = S · sigmoid(v_pᵀ tanh(W_p h_t)) (Eq. 10) and
+    a_t(s) = align(h_t, h̄_s) · exp(−(s − p_t)² / 2σ²), σ = D/2 (Eq. 11).
+
+    Positions are 1-based as in the paper, s ∈ [round(p_t) − D, round(p_t) + D] ∩ [1, S]. The
+    Gaussian multiplies the windowed softmax, so the weights need not sum to 1; it is the only
+    path from the loss to p_t, hence to W_p and v_p.
+    """
+
+    name = "local-p"
+
+    def __init__(self, score: Score, query_size: int, window: int = 10, predict_size: int | None = None) -> None:
+        super().__init__(score)
+        self.D = window
+        self.sigma = window / 2
+        self.W_p = nn.Linear(query_size, predict_size or query_size, bias=False)
+        self.v_p = nn.Linear(predict_size or query_size, 1, bias=False)
+
+    def aligned_position(self, query: Tensor, lengths: Tensor) -> Tensor:
+        """p_t of Eq. 10, real-valued in [0, S]."""
+        return lengths.to(query.dtype) * torch.sigmoid(self.v_p(torch.tanh(self.W_p(query)))).squeeze(1)
+
+    def forward(self, query, memory, state, step, embedded):
+        p = self.aligned_position(query, memory.lengths)
+        offsets = torch.arange(-self.D, self.D + 1, device=query.device)
+        s = torch.round(p).long().detach().unsqueeze(1) + offsets  # 1-based window positions
+        valid = (s >= 1) & (s <= memory.lengths.unsqueeze(1))
+        align, positions = self._score_window(query, memory, s - 1, valid)
+        gauss = torch.exp(-((s.to(p.dtype) - p.unsqueeze(1)) ** 2) / (2 * self.sigma**2))
+        return self._scatter(align * gauss, positions, valid, memory), state
+
+
+class FlexibleAttention(Attention):
+    """Flexible Attention (Shu & Nakayama 2017).
+
+    - focus p_t = Σ_s a_t(s) · s (Eq. 4), 0-based positions, p_0 = 0 *(choice: the first word)*;
+    - strength g(t) = sigmoid(v_gᵀ tanh(W_g [h_{t−1}; i_t]) + b_g) (Eq. 8), from the query and the
+      embedding of the feedback word;
+    - a_t(s) = softmax_s(score(h_{t−1}, h̄_s) − g(t)(s − p_{t−1})² / 2σ²) (Eq. 5–7);
+    - with a threshold τ (decoding), scores are computed only where the penalty is below τ,
+      s ∈ (p_{t−1} − σ√(2τ/g(t)), p_{t−1} + σ√(2τ/g(t))) (§3.3); ``tau=None`` (τ = ∞) scores all.
+    """
+
+    name = "flexible"
+
+    def __init__(
+        self, score: Score, query_size: int, embedding_size: int, sigma: float = 1.5, gate_size: int | None = None
+    ) -> None:
+        super().__init__(score)
+        self.sigma = sigma
+        self.tau: float | None = None  # set by the decoder for test-time truncation
+        gate_size = gate_size or query_size
+        self.W_g = nn.Linear(query_size + embedding_size, gate_size, bias=False)
+        self.v_g = nn.Linear(gate_size, 1)  # its bias is b_g
+
+    def init_state(self, memory):
+        return {"focus": memory.values.new_zeros(memory.values.shape[0])}
+
+    def strength(self, query: Tensor, embedded: Tensor) -> Tensor:
+        """g(t) of Eq. 8, shape (B,)."""
+        return torch.sigmoid(self.v_g(torch.tanh(self.W_g(torch.cat([query, embedded], 1))))).squeeze(1)
+
+    def window(self, focus: Tensor, gate: Tensor, lengths: Tensor, tau: float) -> tuple[Tensor, Tensor]:
+        """Integer bounds [lo, hi] of the open span (p − r, p + r), r = σ√(2τ/g), in the sentence."""
+        radius = self.sigma * torch.sqrt(2 * tau / gate)
+        lo = torch.floor(focus - radius).long() + 1
+        hi = torch.ceil(focus + radius).long() - 1
+        lo = lo.clamp(min=0)
+        hi = torch.minimum(hi, lengths - 1)
+        # an empty span (only possible when p lies outside the sentence) scores the nearest word
+        nearest = torch.round(focus).long().clamp(min=0).minimum(lengths - 1)
+        empty = lo > hi
+        return torch.where(empty, nearest, lo), torch.where(empty, nearest, hi)
+
+    def forward(self, query, memory, state, step, embedded):
+        focus = state["focus"]
+        gate = self.strength(query, embedded)
+        B, S = memory.mask.shape
+        if self.tau is None or math.isinf(self.tau):
+            positions = torch.arange(S, device=query.device).expand(B, S)
+            valid = memory.mask
+        else:
+            lo, hi = self.window(focus.detach(), gate.detach(), memory.lengths, self.tau)
+            width = int((hi - lo).max().item()) + 1  # one host sync per step, on the decode path only
+            positions = lo.unsqueeze(1) + torch.arange(width, device=query.device)
+            valid = positions <= hi.unsqueeze(1)
+        penalty = gate.unsqueeze(1) * (positions.to(focus.dtype) - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)
+        weights, positions = self._score_window(query, memory, positions, valid, bias=-penalty)
+        out = self._scatter(weights, positions, valid, memory)
+        new_focus = (out.weights * torch.arange(S, device=query.device, dtype=focus.dtype)).sum(1)
+        return out._replace(gate=gate), {"focus": new_focus}
+
+
+#: attention names → classes (``none`` means a non-attentional model)
+ATTENTIONS: dict[str, type[Attention]] = {
+    "global": GlobalAttention,
+    "local-m": LocalMonotonicAttention,
+    "local-p": LocalPredictiveAttention,
+    "flexible": FlexibleAttention,
+}

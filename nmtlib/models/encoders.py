@@ -1,0 +1,95 @@
+"""Recurrent encoders: Luong's stacked LSTM (optionally reading the source reversed) and the
+bidirectional GRU / LSTM of Bahdanau et al. 2015 (Eq. 9) and Shu & Nakayama 2017.
+
+Padded batches are packed, so a sentence's states do not depend on what it is batched with.
+States are always returned in the original source order — with ``reverse=True`` only the
+reading order changes — so attention positions, AER links and unk replacement index the
+source as written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+RNNS: dict[str, type[nn.RNNBase]] = {"lstm": nn.LSTM, "gru": nn.GRU}
+
+
+@dataclass
+class EncoderOutput:
+    states: Tensor  #: (B, S, H_m) h̄_s, original order
+    final_h: Tensor  #: (L, B, H) last hidden state of each layer (forward direction for bi-RNNs)
+    final_c: Tensor | None  #: (L, B, H) LSTM cells, None for GRU
+    backward_first: Tensor | None  #: (B, H) ←h_1 of the top layer of a bidirectional encoder
+
+
+def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
+    """Reverse each row's first ``lengths[b]`` entries along dim 1, padding stays in place."""
+    S = x.shape[1]
+    idx = torch.arange(S, device=x.device).unsqueeze(0).expand(x.shape[0], S)
+    rev = lengths.unsqueeze(1) - 1 - idx
+    idx = torch.where(rev >= 0, rev, idx)
+    if x.dim() == 3:
+        idx = idx.unsqueeze(2).expand_as(x)
+    return x.gather(1, idx)
+
+
+class RecurrentEncoder(nn.Module):
+    """Embedding + (bi)directional multi-layer RNN.
+
+    :param rnn: ``lstm`` or ``gru``
+    :param bidirectional: annotations [→h_j; ←h_j] of size 2·hidden (Bahdanau Eq. 9)
+    :param reverse: read the source backwards (Luong "Base + reverse")
+    :param dropout: between layers (Zaremba et al.), and on the embeddings
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_size: int,
+        hidden_size: int,
+        layers: int = 1,
+        rnn: str = "lstm",
+        bidirectional: bool = False,
+        reverse: bool = False,
+        dropout: float = 0.0,
+        padding_idx: int = 0,
+    ) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=padding_idx)
+        self.rnn = RNNS[rnn](
+            embedding_size,
+            hidden_size,
+            num_layers=layers,
+            batch_first=True,
+            bidirectional=bidirectional,
+            dropout=dropout if layers > 1 else 0.0,
+        )
+        self.dropout = nn.Dropout(dropout)
+        self.bidirectional = bidirectional
+        self.reverse = reverse
+        self.layers = layers
+        self.hidden_size = hidden_size
+        self.output_size = hidden_size * (2 if bidirectional else 1)
+
+    def forward(self, src: Tensor, lengths: Tensor) -> EncoderOutput:
+        """``src`` (B, S) token ids, ``lengths`` (B,) on any device."""
+        if self.reverse:
+            src = reverse_padded(src, lengths)
+        emb = self.dropout(self.embedding(src))
+        packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, hidden = self.rnn(packed)
+        states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        if self.reverse:
+            states = reverse_padded(states, lengths)
+        h, c = hidden if isinstance(hidden, tuple) else (hidden, None)
+        backward_first = None
+        if self.bidirectional:
+            # (L*2, B, H): directions interleaved per layer; keep the forward finals and ←h_1
+            backward_first = h[-1]
+            h = h[0::2]
+            c = None if c is None else c[0::2]
+        return EncoderOutput(states, h, c, backward_first)

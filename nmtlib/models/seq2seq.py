@@ -1,0 +1,69 @@
+"""The encoder–decoder: encoding, teacher-forced scoring and the step function for search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from nmtlib.models.attention import Memory
+from nmtlib.models.decoders import DecoderState, RecurrentDecoder
+from nmtlib.models.encoders import RecurrentEncoder
+
+
+@dataclass
+class ForcedOutput:
+    """Teacher-forced pass over a batch of reference prefixes."""
+
+    logits: Tensor  #: (B, T, V)
+    attention: Tensor | None  #: (B, T, S) a_t of every step, None without attention
+    evaluated: Tensor | None  #: (B, T) score evaluations per step
+    gates: Tensor | None  #: (B, T) Flexible Attention g(t)
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, encoder: RecurrentEncoder, decoder: RecurrentDecoder) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+
+    @property
+    def has_attention(self) -> bool:
+        return self.decoder.attention is not None
+
+    def set_tau(self, tau: float | None) -> None:
+        """Test-time threshold τ of Flexible Attention (None = ∞); other mechanisms ignore it."""
+        att = self.decoder.attention
+        if att is not None and hasattr(att, "tau"):
+            att.tau = tau
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, DecoderState]:
+        enc = self.encoder(src, src_lengths)
+        mask = torch.arange(src.shape[1], device=src.device).unsqueeze(0) < src_lengths.unsqueeze(1)
+        memory = Memory(enc.states, mask, src_lengths.to(src.device))
+        memory = self.decoder.prepare_memory(memory)
+        return memory, self.decoder.init_state(enc, memory)
+
+    def step(self, y_prev: Tensor, state: DecoderState, memory: Memory):
+        """Log-probabilities (B, V) of y_t given y_{t−1}, the new state and the attention output."""
+        features, state, att = self.decoder.step(y_prev, state, memory)
+        return torch.log_softmax(self.decoder.generator(features).float(), dim=-1), state, att
+
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, keep_attention: bool = False) -> ForcedOutput:
+        """Teacher forcing: ``tgt_in`` (B, T) starts with ``<bos>``; logits predict ``tgt_out``."""
+        memory, state = self.encode(src, src_lengths)
+        features, weights, evaluated, gates = [], [], [], []
+        for t in range(tgt_in.shape[1]):
+            f, state, att = self.decoder.step(tgt_in[:, t], state, memory)
+            features.append(f)
+            if att is not None:
+                evaluated.append(att.evaluated)
+                if keep_attention:
+                    weights.append(att.weights)
+                if att.gate is not None:
+                    gates.append(att.gate)
+        # the vocabulary projection is the largest matmul: one call over all steps
+        logits = self.decoder.generator(torch.stack(features, 1))
+        stack = lambda xs: torch.stack(xs, 1) if xs else None  # noqa: E731
+        return ForcedOutput(logits, stack(weights), stack(evaluated), stack(gates))
