@@ -1,0 +1,59 @@
+"""``nmtlib align``: forced decoding of references → attention matrices and one-to-one links."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from nmtlib.cli import NmtlibError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("align", help="export attention of forced decoding (npz) and argmax links (1-based i-j)")
+    p.add_argument("--model", type=Path, required=True)
+    p.add_argument("--src", type=Path, required=True)
+    p.add_argument("--tgt", type=Path, required=True)
+    p.add_argument("--src-vocab", type=Path, required=True)
+    p.add_argument("--tgt-vocab", type=Path, required=True)
+    p.add_argument("--attention-out", type=Path, required=True,
+                   help="compressed NumPy file, one (T, S) matrix per sentence under its 0-based id")
+    p.add_argument("--links-out", type=Path, required=True, help="one line per sentence of 1-based source-target links")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads for PyTorch (default: all cores; the workflow passes its rule's threads)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nmtlib.cli import set_threads
+
+    set_threads(args.threads)
+    import numpy as np
+
+    from nmtlib.data.batching import ParallelData
+    from nmtlib.data.vocab import Vocabulary
+    from nmtlib.decode.forced import forced_attention
+    from nmtlib.metrics.aer import alignments_from_attention, format_links
+    from nmtlib.decode.translate import load_model
+    from nmtlib.train.trainer import select_device
+
+    device = select_device(args.device)
+    model, _ = load_model(args.model, device)
+    if not model.has_attention:
+        raise NmtlibError(f"{args.model}: a model without attention has no alignments to export")
+    try:
+        data = ParallelData.load(args.src, args.tgt, Vocabulary.load(args.src_vocab), Vocabulary.load(args.tgt_vocab))
+    except (ValueError, FileNotFoundError) as err:
+        raise NmtlibError(str(err)) from None
+    matrices = forced_attention(model, data, args.batch_size, device)
+    args.attention_out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.attention_out.with_name(f".{args.attention_out.name}.tmp.npz")
+    np.savez_compressed(tmp, **{str(i): m.astype(np.float32) for i, m in enumerate(matrices)})
+    os.replace(tmp, args.attention_out)
+    lines = [format_links(alignments_from_attention(m), one_based=True) if m.size else "" for m in matrices]
+    args.links_out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    print(json.dumps({"sentences": len(matrices), "attention": str(args.attention_out), "links": str(args.links_out)}))
+    return 0

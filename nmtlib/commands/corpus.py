@@ -1,0 +1,90 @@
+"""``nmtlib corpus ACTION``: obtain a parallel corpus.
+
+Actions:
+    synthetic   write the embedded, seeded corpus of two artificial languages (no network)
+
+Each action is a function ``register_<action>(actions)`` here, or a module listed in
+``ACTION_MODULES`` exposing ``register(actions) -> None`` (skipped while not written yet, as
+``nmtlib.cli`` does for commands); both add a parser to the ``corpus`` sub-parsers and set
+``func``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+from collections.abc import Callable
+
+from nmtlib.cli import NmtlibError
+
+#: modules that add further ``corpus`` actions, in ``--help`` order
+ACTION_MODULES: tuple[str, ...] = ("nmtlib.commands.corpus_download",)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "corpus",
+        help="obtain a parallel corpus (synthetic, ...)",
+        description="Obtain a parallel corpus; one ACTION per kind of corpus.",
+    )
+    actions = parser.add_subparsers(dest="corpus_action", metavar="ACTION", required=True)
+    for register_action in ACTIONS:
+        register_action(actions)
+    for name in ACTION_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:  # an action whose module is not written yet
+            if err.name == name:
+                continue
+            raise
+        module.register(actions)
+
+
+# ---- synthetic -------------------------------------------------------------------------------
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {value}")
+    return value
+
+
+def register_synthetic(actions: argparse._SubParsersAction) -> None:
+    from nmtlib.data.synthetic import DEFAULT_SIZES
+
+    p = actions.add_parser(
+        "synthetic",
+        help="write the embedded synthetic parallel corpus (two artificial languages)",
+        description="Write train/dev/test .src/.tgt, dev/test .align gold alignments and "
+        "lexicon.tsv of a corpus generated from SEED; print its statistics as JSON.",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--seed", type=int, default=1, help="generator seed (default: 1)")
+    for split, n in DEFAULT_SIZES.items():
+        p.add_argument(f"--{split}", type=_non_negative, default=n, metavar="N",
+                       help=f"{split} sentence pairs (default: {n})")
+    p.set_defaults(func=run_synthetic)
+
+
+def run_synthetic(args: argparse.Namespace) -> int:
+    from nmtlib.data.synthetic import DEFAULT_SIZES, write_corpus
+
+    sizes = {split: getattr(args, split) for split in DEFAULT_SIZES}
+    try:
+        stats = write_corpus(args.out, seed=args.seed, sizes=sizes)
+    except ValueError as err:
+        raise NmtlibError(str(err)) from err
+    except OSError as err:
+        raise NmtlibError(f"cannot write the corpus to {args.out}: {err}") from err
+    print(f"wrote {', '.join(stats['files'])} to {stats['out_dir']}")
+    print(json.dumps(stats, sort_keys=True))
+    return 0
+
+
+#: the actions defined in this module, in ``--help`` order
+ACTIONS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (register_synthetic,)

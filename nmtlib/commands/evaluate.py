@@ -1,0 +1,154 @@
+"""``nmtlib evaluate``: everything the tables need about one translation, model or alignment,
+as one JSON file per result (the workflow's ``scores/`` folder).
+
+- ``translation``: tokenized BLEU before and after unk replacement (multi-bleu.perl), BLEU on
+  the sentences without unknown words (Bahdanau et al. Table 1), sacreBLEU with its signature,
+  RIBES, BLEU per source-length bucket (Luong Fig. 6), window size and decode time;
+- ``perplexity``: perplexity of the references under a model (Luong Tables 1, 4);
+- ``alignment``: AER of forced-decoding links against gold Sure/Possible links (Luong Table 6).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from nmtlib.cli import NmtlibError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="score a translation, a model's perplexity or alignments into JSON")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    t = actions.add_parser("translation", help="BLEU (tokenized, sacreBLEU), RIBES, length buckets, window, time")
+    t.add_argument("--prefix", type=Path, required=True, help="translation prefix: PREFIX.txt, .unk.txt, .jsonl")
+    t.add_argument("--ref", type=Path, required=True, help="tokenized reference")
+    t.add_argument("--src", type=Path, required=True, help="tokenized source (length buckets, unknown words)")
+    t.add_argument("--raw-ref", type=Path, default=None, help="untokenized reference for sacreBLEU")
+    t.add_argument("--src-vocab", type=Path, default=None)
+    t.add_argument("--tgt-vocab", type=Path, default=None)
+    t.add_argument("--tgt-lang", default="xx")
+    t.add_argument("--tgt-tokenizer", default="none", help="tokenizer of the target side (to detokenize for sacreBLEU)")
+    t.add_argument("--bucket-width", type=int, default=10)
+    t.add_argument("--out", type=Path, required=True)
+    t.set_defaults(func=run_translation)
+
+    m = actions.add_parser("perplexity", help="perplexity of references under a model")
+    m.add_argument("--model", type=Path, required=True)
+    m.add_argument("--src", type=Path, required=True)
+    m.add_argument("--tgt", type=Path, required=True)
+    m.add_argument("--src-vocab", type=Path, required=True)
+    m.add_argument("--tgt-vocab", type=Path, required=True)
+    m.add_argument("--batch-size", type=int, default=64)
+    m.add_argument("--threads", type=int, default=None)
+    m.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    m.add_argument("--out", type=Path, required=True)
+    m.set_defaults(func=run_perplexity)
+
+    a = actions.add_parser("alignment", help="AER of 1-based links against gold Sure/Possible links")
+    a.add_argument("--gold", type=Path, required=True)
+    a.add_argument("--links", type=Path, required=True)
+    a.add_argument("--src", type=Path, required=True, help="tokenized source (sentence lengths)")
+    a.add_argument("--tgt", type=Path, required=True, help="tokenized target (sentence lengths)")
+    a.add_argument("--out", type=Path, required=True)
+    a.set_defaults(func=run_alignment)
+
+
+def write_json(path: Path, obj: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def run_translation(args: argparse.Namespace) -> int:
+    from nmtlib.data.vocab import UNK, Vocabulary
+    from nmtlib.metrics import check_parallel, read_lines
+    from nmtlib.metrics.bleu import detok_bleu, tokenized_bleu
+    from nmtlib.metrics.buckets import bleu_by_length
+    from nmtlib.metrics.ribes import corpus_ribes
+
+    hyp_path, unk_path, details_path = (Path(f"{args.prefix}{ext}") for ext in (".txt", ".unk.txt", ".jsonl"))
+    hyps, hyps_unk, refs, srcs = (read_lines(p) for p in (hyp_path, unk_path, args.ref, args.src))
+    check_parallel(str(hyp_path), hyps, str(args.ref), refs)
+    check_parallel(str(args.src), srcs, str(args.ref), refs)
+    details = [json.loads(line) for line in read_lines(details_path)]
+
+    result: dict[str, Any] = {
+        "sentences": len(hyps),
+        "bleu": tokenized_bleu(hyps, refs).to_dict(),
+        "bleu_unk": tokenized_bleu(hyps_unk, refs).to_dict(),
+        "ribes": corpus_ribes(hyps_unk, refs, case_sensitive=True).to_dict()["ribes"],
+        "bleu_by_length": bleu_by_length(srcs, hyps_unk, refs, width=args.bucket_width),
+        "unk_tokens": sum(h.split().count(UNK) for h in hyps),
+        # Shu & Nakayama's window: score evaluations per (hypothesis, step), over the whole test set
+        "avg_window": sum(d["scores_computed"] for d in details) / max(1, sum(d["hypothesis_steps"] for d in details)),
+        "time_ms_per_sentence": _mean(d["time_ms"] for d in details),
+        "hyp_len_mean": _mean(d["length"] for d in details),
+    }
+    if args.src_vocab and args.tgt_vocab:
+        # Bahdanau et al. Table 1 "No UNK": sentences whose source and reference are in-vocabulary
+        sv, tv = Vocabulary.load(args.src_vocab), Vocabulary.load(args.tgt_vocab)
+        keep = [i for i in range(len(refs))
+                if all(w in sv.stoi for w in srcs[i].split()) and all(w in tv.stoi for w in refs[i].split())]
+        result["no_unk_sentences"] = len(keep)
+        result["bleu_no_unk"] = (tokenized_bleu([hyps[i] for i in keep], [refs[i] for i in keep]).to_dict()
+                                 if keep else None)
+    raw_refs = read_lines(args.raw_ref) if args.raw_ref else refs
+    if args.tgt_tokenizer in ("moses", "moses-aggressive"):
+        from nmtlib.data.tokenize import get_tokenizer
+
+        detok = get_tokenizer(args.tgt_tokenizer, args.tgt_lang)
+        result["sacrebleu"] = detok_bleu([detok.detokenize(h) for h in hyps_unk], raw_refs, tokenize="13a")
+    else:
+        # already segmented text (synthetic, Japanese): sacreBLEU without its own tokenizer
+        result["sacrebleu"] = detok_bleu(hyps_unk, refs, tokenize="none")
+    write_json(args.out, result)
+    print(json.dumps({"bleu": result["bleu"]["bleu"], "bleu_unk": result["bleu_unk"]["bleu"],
+                      "ribes": result["ribes"], "sacrebleu": result["sacrebleu"]["signature"]}))
+    return 0
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
+
+
+def run_perplexity(args: argparse.Namespace) -> int:
+    from nmtlib.cli import set_threads
+    from nmtlib.data.batching import ParallelData
+    from nmtlib.data.vocab import Vocabulary
+    from nmtlib.decode.translate import load_model
+    from nmtlib.metrics.perplexity import perplexity
+    from nmtlib.train.trainer import evaluate_nll, select_device
+
+    set_threads(args.threads)
+    device = select_device(args.device)
+    model, record = load_model(args.model, device)
+    try:
+        data = ParallelData.load(args.src, args.tgt, Vocabulary.load(args.src_vocab), Vocabulary.load(args.tgt_vocab))
+    except (ValueError, FileNotFoundError) as err:
+        raise NmtlibError(str(err)) from None
+    nll, tokens = evaluate_nll(model, data, args.batch_size, device)
+    result = {"ppl": perplexity(nll, tokens), "nll": nll, "tokens": tokens, "dev_ppl": record["dev_ppl"],
+              "step": record["step"]}
+    write_json(args.out, result)
+    print(json.dumps(result))
+    return 0
+
+
+def run_alignment(args: argparse.Namespace) -> int:
+    from nmtlib.metrics import read_lines
+    from nmtlib.metrics.aer import score_aer
+
+    srcs, tgts = read_lines(args.src), read_lines(args.tgt)
+    score = score_aer(read_lines(args.gold), read_lines(args.links), hyp_zero_based=False,
+                      lengths=[(len(s.split()), len(t.split())) for s, t in zip(srcs, tgts)],
+                      gold_name=str(args.gold), hyp_name=str(args.links))
+    result = score.to_dict()
+    write_json(args.out, result)
+    print(json.dumps({k: result[k] for k in ("aer", "precision", "recall")}))
+    return 0

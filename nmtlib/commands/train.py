@@ -1,0 +1,82 @@
+"""``nmtlib train``: train one variant with one seed (resumes from its last checkpoint)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from nmtlib.cli import NmtlibError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train a variant; resumable; writes MODEL_DIR/model.pt")
+    spec = p.add_mutually_exclusive_group(required=True)
+    spec.add_argument("--variant-config", type=Path, help="YAML/JSON file with the variant spec (see --variant-json)")
+    spec.add_argument("--variant-json", help="the variant spec as JSON: {name, options, train_defaults, "
+                      "decode_defaults, variants} (the workflow passes this)")
+    p.add_argument("--train-src", type=Path, required=True)
+    p.add_argument("--train-tgt", type=Path, required=True)
+    p.add_argument("--dev-src", type=Path, required=True)
+    p.add_argument("--dev-tgt", type=Path, required=True)
+    p.add_argument("--src-vocab", type=Path, required=True)
+    p.add_argument("--tgt-vocab", type=Path, required=True)
+    p.add_argument("--out-dir", type=Path, required=True, help="model folder (checkpoints/, train_log.csv, env.json, model.pt)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--init-from", type=Path, default=None, help="start from this model.pt (fine-tuning stage)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a train option, e.g. --set max_steps=20 (repeatable)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads for PyTorch (default: all cores; the workflow passes its rule's threads)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=run)
+
+
+def load_variant(path: Path | None, overrides: list[str] | None = None, text: str | None = None):
+    """A variant from its spec (a file or a JSON string), with ``train`` options overridden by
+    KEY=VALUE pairs."""
+    import yaml
+
+    from nmtlib.config import ConfigError, resolve_variant
+
+    where = str(path) if path is not None else "--variant-json"
+    try:
+        raw = yaml.safe_load(text if text is not None else path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise NmtlibError(f"{where}: {err}") from None
+    path = where
+    if not isinstance(raw, dict) or "name" not in raw or "options" not in raw:
+        raise NmtlibError(f"{path}: expected a mapping with 'name' and 'options' (and optional train_defaults, "
+                          f"decode_defaults, variants)")
+    options = dict(raw["options"])
+    if overrides:
+        train = dict(options.get("train") or {})
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise NmtlibError(f"--set {item!r}: expected KEY=VALUE")
+            train[key] = yaml.safe_load(value)
+        options["train"] = train
+    try:
+        return resolve_variant(raw["name"], options, raw.get("train_defaults"), raw.get("decode_defaults"),
+                               raw.get("variants"))
+    except ConfigError as err:
+        raise NmtlibError(f"{path}: {err}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from nmtlib.cli import set_threads
+
+    set_threads(args.threads)
+    from nmtlib.train.trainer import Trainer, TrainingError, TrainPaths
+
+    variant = load_variant(args.variant_config, args.set, args.variant_json)
+    paths = TrainPaths(args.train_src, args.train_tgt, args.dev_src, args.dev_tgt, args.src_vocab,
+                       args.tgt_vocab, args.out_dir)
+    try:
+        result = Trainer(variant, paths, seed=args.seed, init_from=args.init_from,
+                         progress=not args.no_progress).run()
+    except (TrainingError, ValueError, FileNotFoundError) as err:
+        raise NmtlibError(str(err)) from None
+    print(json.dumps(result))
+    return 0

@@ -1,0 +1,946 @@
+"""Corpus registry and checksummed download cache.
+
+What: ``corpora.yaml`` (next to this module) lists every file the experiments read - upstream URL,
+sha256, size and its place in the cache, grouped per data set. ``fetch(dataset)`` returns the
+local paths of a data set's files, downloading what is missing; ``verify(dataset)`` only checks.
+
+Why: results are only comparable when everybody trains and scores on the same bytes. So a cached
+file is used only when its sha256 matches; a bad one is reported (file, expected, got), moved
+aside with a ``.corrupt`` suffix and fetched again, and a download becomes visible under its
+final name only after it verified (``.part`` file, then ``os.replace``). Files whose checksum is
+not known yet (``sha256: null``) are "trusted on first use": the first checksum seen is written
+to ``<cache>/<dataset>/SHA256SUMS.tofu`` and enforced from then on.
+
+Downloads use only the standard library (urllib): HTTP Range resumes an interrupted ``.part``,
+transient failures are retried with exponential back-off, and when the host cannot be reached
+the error names the URL and the exact path where the file can be put by hand. Archives are
+unpacked with the member checks of ``safe_extract`` (plus ``tarfile``'s ``"data"`` filter).
+
+The cache folder is the ``cache_dir`` argument, else ``$NMTLIB_CACHE``, else ``~/.cache/nmtlib``.
+A folder that already holds the files (such as a read-only copy of the data) is a valid cache:
+when every file verifies, nothing is written to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.client
+import logging
+import os
+import re
+import secrets
+import shutil
+import stat
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from nmtlib.cli import NmtlibError
+
+__all__ = [
+    "ENV_CACHE",
+    "TOFU_NAME",
+    "FileEntry",
+    "Dataset",
+    "Registry",
+    "load_registry",
+    "resolve_cache_dir",
+    "fetch",
+    "verify",
+    "safe_extract",
+    "sgm_to_text",
+]
+
+log = logging.getLogger(__name__)
+
+ENV_CACHE = "NMTLIB_CACHE"
+TOFU_NAME = "SHA256SUMS.tofu"
+_MARKER = ".nmtlib-extracted"
+_CHUNK = 1 << 20
+_HEX = {"sha256": 64, "sha1": 40, "md5": 32}
+_CONVERTERS = ("wmt-sgm",)
+_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
+
+
+def _user_agent() -> str:
+    from nmtlib import __version__
+
+    return f"nmtlib/{__version__} (Python urllib)"
+
+
+# --- registry --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file of a data set, as the registry describes it."""
+
+    dataset: str
+    name: str
+    path: str  # relative to the cache root, POSIX, starts with "<dataset>/"
+    url: str | None
+    sha256: str | None
+    size: int | None
+    md5: str | None = None
+    sha1: str | None = None
+    manual: bool = False
+    optional: bool = False
+    convert: str | None = None
+    extract_to: str | None = None
+    members: tuple[str, ...] = ()
+
+    @property
+    def tofu_key(self) -> str:
+        """The path relative to ``<cache>/<dataset>/``, as ``SHA256SUMS.tofu`` lists it."""
+        return self.path[len(self.dataset) + 1 :]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    description: str
+    source: str
+    licence: str
+    manual: bool
+    instructions: str
+    files: dict[str, FileEntry] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Registry:
+    datasets: dict[str, Dataset]
+    origin: str
+
+    def dataset(self, name: str) -> Dataset:
+        try:
+            return self.datasets[name]
+        except KeyError:
+            raise NmtlibError(
+                f"unknown data set {name!r} in {self.origin}; "
+                f"valid names: {', '.join(sorted(self.datasets))}"
+            ) from None
+
+
+_DATASET_KEYS = {"description", "source", "licence", "manual", "instructions", "files"}
+_FILE_KEYS = {
+    "path",
+    "url",
+    "sha256",
+    "size",
+    "md5",
+    "sha1",
+    "optional",
+    "manual",
+    "convert",
+    "extract_to",
+    "members",
+}
+
+
+def _safe_relpath(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise NmtlibError(f"{where}: must be a non-empty relative path, got {value!r}")
+    p = PurePosixPath(value)
+    if p.is_absolute() or ".." in p.parts or "\\" in value or value != p.as_posix():
+        raise NmtlibError(f"{where}: {value!r} must be a normalized relative POSIX path")
+    return value
+
+
+def _parse_entry(dataset: str, name: str, raw: Any, manual_ds: bool, where: str) -> FileEntry:
+    if not isinstance(raw, Mapping):
+        raise NmtlibError(f"{where}: must be a mapping")
+    unknown = sorted(set(raw) - _FILE_KEYS)
+    if unknown:
+        raise NmtlibError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(_FILE_KEYS))}"
+        )
+    for key in ("path", "sha256", "size"):
+        if key not in raw:
+            raise NmtlibError(f"{where}: missing key {key!r} (use null when unknown)")
+    path = _safe_relpath(raw["path"], f"{where}.path")
+    if not path.startswith(dataset + "/"):
+        raise NmtlibError(f"{where}.path: {path!r} must lie under {dataset + '/'!r}")
+    hashes: dict[str, str | None] = {}
+    for algo, length in _HEX.items():
+        value = raw.get(algo)
+        if value is not None and not (
+            isinstance(value, str) and re.fullmatch(f"[0-9a-f]{{{length}}}", value)
+        ):
+            raise NmtlibError(f"{where}.{algo}: expected {length} lowercase hex digits or null")
+        hashes[algo] = value
+    size = raw["size"]
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
+        raise NmtlibError(f"{where}.size: expected a byte count or null, got {size!r}")
+    manual = bool(raw.get("manual", manual_ds))
+    url = raw.get("url")
+    if url is None and not manual:
+        raise NmtlibError(f"{where}: missing key 'url' (or mark the data set manual: true)")
+    if url is not None and not (isinstance(url, str) and re.match(r"https?://", url)):
+        raise NmtlibError(f"{where}.url: expected an http(s) URL, got {url!r}")
+    convert = raw.get("convert")
+    if convert is not None and convert not in _CONVERTERS:
+        raise NmtlibError(f"{where}.convert: {convert!r} is not one of {', '.join(_CONVERTERS)}")
+    extract_to = raw.get("extract_to")
+    members = raw.get("members") or []
+    if extract_to is not None:
+        extract_to = _safe_relpath(extract_to, f"{where}.extract_to")
+        if not extract_to.startswith(dataset + "/") or extract_to == path:
+            raise NmtlibError(f"{where}.extract_to: must be a folder under {dataset + '/'!r}")
+        if not path.endswith(_ARCHIVE_SUFFIXES):
+            raise NmtlibError(
+                f"{where}: extract_to needs an archive name ({', '.join(_ARCHIVE_SUFFIXES)})"
+            )
+    elif members:
+        raise NmtlibError(f"{where}.members: only valid together with extract_to")
+    if not isinstance(members, list):
+        raise NmtlibError(f"{where}.members: expected a list of paths")
+    for i, member in enumerate(members):
+        _safe_relpath(member, f"{where}.members[{i}]")
+    return FileEntry(
+        dataset=dataset,
+        name=name,
+        path=path,
+        url=url,
+        sha256=hashes["sha256"],
+        size=size,
+        md5=hashes["md5"],
+        sha1=hashes["sha1"],
+        manual=manual,
+        optional=bool(raw.get("optional", False)),
+        convert=convert,
+        extract_to=extract_to,
+        members=tuple(members),
+    )
+
+
+def _parse_registry(data: Any, origin: str) -> Registry:
+    if not isinstance(data, Mapping) or not isinstance(data.get("datasets"), Mapping):
+        raise NmtlibError(f"{origin}: expected a mapping with a 'datasets' key")
+    datasets: dict[str, Dataset] = {}
+    for ds_name, ds in data["datasets"].items():
+        where = f"{origin}: datasets.{ds_name}"
+        if not isinstance(ds_name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", ds_name):
+            raise NmtlibError(f"{where}: data set names are letters, digits, '_', '-', '.'")
+        if not isinstance(ds, Mapping):
+            raise NmtlibError(f"{where}: must be a mapping")
+        unknown = sorted(set(ds) - _DATASET_KEYS)
+        if unknown:
+            raise NmtlibError(
+                f"{where}: unknown key(s) {', '.join(unknown)}; "
+                f"valid: {', '.join(sorted(_DATASET_KEYS))}"
+            )
+        files_raw = ds.get("files")
+        if not isinstance(files_raw, Mapping) or not files_raw:
+            raise NmtlibError(f"{where}.files: expected a non-empty mapping")
+        manual = bool(ds.get("manual", False))
+        files = {
+            str(name): _parse_entry(ds_name, str(name), raw, manual, f"{where}.files.{name}")
+            for name, raw in files_raw.items()
+        }
+        paths = [f.path for f in files.values()]
+        if len(set(paths)) != len(paths):
+            raise NmtlibError(f"{where}.files: two entries share one path")
+        datasets[ds_name] = Dataset(
+            name=ds_name,
+            description=" ".join(str(ds.get("description", "")).split()),
+            source=" ".join(str(ds.get("source", "")).split()),
+            licence=str(ds.get("licence", "")),
+            manual=manual,
+            instructions=" ".join(str(ds.get("instructions", "")).split()),
+            files=files,
+        )
+    return Registry(datasets=datasets, origin=origin)
+
+
+def load_registry(
+    source: Registry | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+) -> Registry:
+    """Read and validate a registry: the packaged ``corpora.yaml`` (None), a YAML file path, or
+    an already-parsed mapping (tests). Errors name the file and the offending key."""
+    if isinstance(source, Registry):
+        return source
+    if isinstance(source, Mapping):
+        return _parse_registry(source, "<registry dict>")
+    import yaml
+
+    if source is None:
+        from importlib import resources
+
+        origin = "nmtlib/data/corpora.yaml"
+        text = resources.files("nmtlib.data").joinpath("corpora.yaml").read_text(encoding="utf-8")
+    else:
+        origin = str(source)
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as err:
+            raise NmtlibError(f"{origin}: cannot read registry ({err.strerror})") from err
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise NmtlibError(f"{origin}{line}: invalid YAML ({getattr(err, 'problem', err)})") from err
+    return _parse_registry(data, origin)
+
+
+def resolve_cache_dir(cache_dir: Path | str | None = None) -> Path:
+    """``cache_dir``, else ``$NMTLIB_CACHE``, else ``~/.cache/nmtlib``."""
+    if cache_dir is not None and str(cache_dir) != "":
+        return Path(cache_dir).expanduser()
+    env = os.environ.get(ENV_CACHE)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "nmtlib"
+
+
+# --- checksums and the trust-on-first-use record -------------------------------------------
+
+
+def _digests(path: Path, algos: Iterable[str] = ("sha256",)) -> dict[str, str]:
+    hashers = {a: hashlib.new(a) for a in algos}
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            for h in hashers.values():
+                h.update(chunk)
+    return {a: h.hexdigest() for a, h in hashers.items()}
+
+
+class _Tofu:
+    """``<cache>/<dataset>/SHA256SUMS.tofu``: ``sha256sum``-format lines for unpinned files."""
+
+    def __init__(self, cache: Path, dataset: str) -> None:
+        self.path = cache / dataset / TOFU_NAME
+
+    def load(self) -> dict[str, str]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except OSError as err:
+            raise NmtlibError(f"{self.path}: cannot read ({err.strerror})") from err
+        record: dict[str, str] = {}
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            m = re.fullmatch(r"([0-9a-f]{64}) [ *](.+)", line)
+            if not m:
+                raise NmtlibError(f"{self.path}:{lineno}: expected '<sha256>  <path>'")
+            record[m.group(2)] = m.group(1)
+        return record
+
+    def record(self, key: str, sha256: str) -> None:
+        try:
+            entries = self.load()
+            entries[key] = sha256
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{TOFU_NAME}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+            body = "".join(f"{h}  {k}\n" for k, h in sorted(entries.items()))
+            tmp.write_text(
+                "# sha256 of files the registry does not pin yet, recorded on first use\n" + body,
+                encoding="utf-8",
+            )
+            os.replace(tmp, self.path)
+            log.warning(
+                "trust on first use: recorded sha256 %s for %s in %s", sha256, key, self.path
+            )
+        except OSError as err:  # a read-only cache still works, it just cannot remember
+            log.warning("cannot record the sha256 of %s in %s: %s", key, self.path, err)
+
+
+@dataclass
+class _Check:
+    ok: bool
+    sha256: str
+    size: int
+    problem: str = ""
+
+
+def _check_file(path: Path, entry: FileEntry, expected: str | None, source: str) -> _Check:
+    """Hash ``path`` and compare it with the expected sha256 (and the registry's size)."""
+    size = path.stat().st_size
+    got = _digests(path)["sha256"]
+    if expected is not None and got != expected:
+        return _Check(
+            False, got, size, f"sha256 mismatch: expected {expected} ({source}), got {got}"
+        )
+    if entry.size is not None and size != entry.size:
+        return _Check(
+            False, got, size, f"size mismatch: expected {entry.size} bytes (registry), got {size}"
+        )
+    return _Check(True, got, size)
+
+
+def _move_aside(path: Path) -> Path:
+    aside = path.with_name(path.name + ".corrupt")
+    try:
+        if aside.is_dir() and not aside.is_symlink():
+            shutil.rmtree(aside)
+        os.replace(path, aside)
+    except OSError as err:
+        raise NmtlibError(f"{path}: is corrupt and cannot be moved aside ({err})") from err
+    return aside
+
+
+# --- HTTP -----------------------------------------------------------------------------------
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt (server error, dropped connection, short body)."""
+
+
+def _parse_content_range(value: str | None) -> tuple[int | None, int | None]:
+    """``bytes START-END/TOTAL`` or ``bytes */TOTAL`` -> (START, TOTAL)."""
+    if not value:
+        return None, None
+    m = re.fullmatch(r"\s*bytes\s+(?:(\d+)-\d+|\*)/(\d+|\*)\s*", value)
+    if not m:
+        return None, None
+    start = int(m.group(1)) if m.group(1) is not None else None
+    total = int(m.group(2)) if m.group(2) != "*" else None
+    return start, total
+
+
+def _download_once(
+    url: str, part: Path, size: int | None, timeout: float, progress: bool | None
+) -> None:
+    """One attempt: continue ``part`` from its current length (HTTP Range) until complete."""
+    have = part.stat().st_size if part.exists() else 0
+    if size is not None and have > size:  # longer than the file can be: start over
+        part.unlink()
+        have = 0
+    headers = {"User-Agent": _user_agent(), "Accept-Encoding": "identity"}
+    if have:
+        headers["Range"] = f"bytes={have}-"
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        response = urllib.request.urlopen(request, timeout=timeout)
+    except urllib.error.HTTPError as err:
+        if err.code == 416 and have:  # nothing left to send: complete, or the part is bogus
+            _, total = _parse_content_range(err.headers.get("Content-Range"))
+            if total == have or (total is None and size == have):
+                return
+            part.unlink()
+            raise _Retryable(f"server refused to resume at byte {have}; starting over") from err
+        raise
+    with response:
+        start, total = _parse_content_range(response.headers.get("Content-Range"))
+        if have and response.status == 206:
+            if start != have:
+                part.unlink()
+                raise _Retryable(f"server resumed at byte {start}, not {have}; starting over")
+            mode = "ab"
+        else:  # 200: the server ignored the Range header and sends everything
+            mode, have = "wb", 0
+        length = response.headers.get("Content-Length")
+        expected_total = (
+            total
+            if total is not None
+            else (have + int(length) if length and length.isdigit() else size)
+        )
+        from tqdm import tqdm
+
+        received = 0
+        with (
+            open(part, mode) as out,
+            tqdm(
+                total=expected_total,
+                initial=have,
+                unit="B",
+                unit_scale=True,
+                desc=part.name.removesuffix(".part"),
+                file=sys.stderr,
+                disable=None if progress is None else not progress,
+                mininterval=1.0,
+            ) as bar,
+        ):
+            try:
+                while chunk := response.read(_CHUNK):
+                    out.write(chunk)
+                    received += len(chunk)
+                    bar.update(len(chunk))
+            except (http.client.IncompleteRead, ConnectionError, TimeoutError) as err:
+                raise _Retryable(
+                    f"connection lost after {have + received} bytes ({err!r})"
+                ) from err
+        if length and length.isdigit() and received < int(length):
+            raise _Retryable(
+                f"connection closed after {have + received} of {have + int(length)} bytes"
+            )
+
+
+def _download(
+    url: str,
+    part: Path,
+    *,
+    size: int | None,
+    retries: int,
+    backoff: float,
+    timeout: float,
+    progress: bool | None,
+    hand_hint: str,
+) -> None:
+    """Download ``url`` into ``part``, resuming and retrying; errors say where to put it by hand."""
+    part.parent.mkdir(parents=True, exist_ok=True)
+    attempts = retries + 1
+    last: BaseException | None = None
+    for attempt in range(1, attempts + 1):
+        try:
+            _download_once(url, part, size, timeout, progress)
+            return
+        except urllib.error.HTTPError as err:
+            last = err
+            if 400 <= err.code < 500 and err.code not in (408, 425, 429):
+                raise NmtlibError(
+                    f"cannot download {url}: HTTP {err.code} {err.reason}; {hand_hint}"
+                ) from err
+        except (_Retryable, urllib.error.URLError, http.client.HTTPException, OSError) as err:
+            last = err
+        if attempt < attempts:
+            delay = backoff * 2 ** (attempt - 1)
+            log.warning(
+                "download %s failed (%s); retry %d/%d in %.1f s",
+                url,
+                _reason(last),
+                attempt,
+                retries,
+                delay,
+            )
+            time.sleep(delay)
+    if isinstance(last, urllib.error.HTTPError):
+        raise NmtlibError(
+            f"cannot download {url}: HTTP {last.code} {last.reason} after {_n(attempts)}; "
+            f"{hand_hint}"
+        ) from last
+    if isinstance(last, _Retryable):
+        raise NmtlibError(
+            f"cannot download {url}: {last} after {_n(attempts)} (the partial download "
+            f"{part} is kept and resumed next time); {hand_hint}"
+        ) from last
+    if isinstance(last, (urllib.error.URLError, ConnectionError, TimeoutError)):
+        raise NmtlibError(
+            f"cannot download {url}: {_reason(last)} after {_n(attempts)} - offline, or the "
+            f"host is unreachable; {hand_hint}"
+        ) from last
+    raise NmtlibError(f"cannot download {url} to {part}: {_reason(last)}; {hand_hint}") from last
+
+
+def _n(attempts: int) -> str:
+    return f"{attempts} attempt" + ("" if attempts == 1 else "s")
+
+
+def _reason(err: BaseException | None) -> str:
+    if isinstance(err, urllib.error.HTTPError):
+        return f"HTTP {err.code} {err.reason}"
+    if isinstance(err, urllib.error.URLError):
+        return str(err.reason)
+    return str(err)
+
+
+# --- conversions and archives ---------------------------------------------------------------
+
+_SEG = re.compile(r"<seg\b[^>]*>(.*)</seg>")
+
+
+def sgm_to_text(src: Path | str, dst: Path | str) -> int:
+    """WMT "fake SGML" -> plain text: the text of every ``<seg ...>TEXT</seg>`` line, verbatim.
+
+    No entity decoding and no whitespace clean-up: the WMT files hold raw ``&`` and the
+    occasional double space, and the registry's checksums are of this verbatim text. (sacreBLEU's
+    own extraction also collapses whitespace, so its copies differ in a few lines.)
+    Returns the number of segments.
+    """
+    n = 0
+    with (
+        open(src, encoding="utf-8", newline="\n") as fin,
+        open(dst, "w", encoding="utf-8", newline="\n") as fout,
+    ):
+        for line in fin:
+            m = _SEG.search(line)
+            if m:
+                fout.write(m.group(1) + "\n")
+                n += 1
+    return n
+
+
+def _check_member_name(name: str, archive: Path) -> None:
+    p = PurePosixPath(name.replace("\\", "/"))
+    if p.is_absolute() or re.match(r"^[A-Za-z]:", name) or ".." in p.parts:
+        raise NmtlibError(
+            f"{archive}: unsafe archive member {name!r} (absolute path or '..'); "
+            "refusing to extract"
+        )
+
+
+def _inside(base: PurePosixPath, target: str) -> bool:
+    parts: list[str] = []
+    for piece in (base / target).parts:
+        if piece == "..":
+            if not parts:
+                return False
+            parts.pop()
+        elif piece not in (".", ""):
+            parts.append(piece)
+    return True
+
+
+def safe_extract(archive: Path | str, dest: Path | str) -> None:
+    """Unpack a tar or zip archive into ``dest``, refusing absolute names, ``..`` components,
+    links that point outside ``dest`` and device files (a crafted archive must not write
+    anywhere else). Tar archives additionally go through ``tarfile``'s ``"data"`` filter where
+    this Python has it."""
+    archive, dest = Path(archive), Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                _check_member_name(info.filename, archive)
+                if stat.S_ISLNK(info.external_attr >> 16):
+                    raise NmtlibError(
+                        f"{archive}: unsafe archive member {info.filename!r} (a link); "
+                        "refusing to extract"
+                    )
+            zf.extractall(dest)
+        return
+    try:
+        tf = tarfile.open(archive)
+    except tarfile.TarError as err:
+        raise NmtlibError(f"{archive}: not a tar or zip archive ({err})") from err
+    with tf:
+        members = tf.getmembers()
+        for m in members:
+            _check_member_name(m.name, archive)
+            if m.issym() or m.islnk():
+                base = PurePosixPath(m.name).parent if m.issym() else PurePosixPath()
+                if PurePosixPath(m.linkname).is_absolute() or not _inside(base, m.linkname):
+                    raise NmtlibError(
+                        f"{archive}: unsafe archive member {m.name!r} (link to {m.linkname!r} "
+                        "outside the archive); refusing to extract"
+                    )
+            elif not (m.isfile() or m.isdir()):
+                raise NmtlibError(
+                    f"{archive}: unsafe archive member {m.name!r} (device or fifo); "
+                    "refusing to extract"
+                )
+        try:
+            if hasattr(tarfile, "data_filter"):
+                tf.extractall(dest, members=members, filter="data")
+            else:  # Python without PEP 706: the checks above are the guard
+                tf.extractall(dest, members=members)
+        except tarfile.TarError as err:
+            raise NmtlibError(f"{archive}: refusing to extract ({err})") from err
+
+
+def _extracted(entry: FileEntry, cache: Path, archive_sha: str) -> dict[str, Path] | None:
+    """The member paths if ``extract_to`` holds a complete unpacking of this very archive."""
+    assert entry.extract_to is not None
+    dest = cache / entry.extract_to
+    marker = dest / _MARKER
+    try:
+        if marker.read_text(encoding="utf-8").strip() != archive_sha:
+            return None
+    except OSError:
+        return None
+    paths = {m: dest / m for m in entry.members}
+    return paths if all(p.is_file() for p in paths.values()) else None
+
+
+def _extract(entry: FileEntry, archive: Path, cache: Path, archive_sha: str) -> dict[str, Path]:
+    found = _extracted(entry, cache, archive_sha)
+    if found is not None:
+        return found
+    assert entry.extract_to is not None
+    dest = cache / entry.extract_to
+    if dest.exists():
+        log.warning("%s: incomplete or stale unpacking; moved to %s", dest, _move_aside(dest))
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        safe_extract(archive, tmp)
+        missing = [m for m in entry.members if not (tmp / m).is_file()]
+        if missing:
+            raise NmtlibError(f"{archive}: expected member(s) missing: {', '.join(missing)}")
+        (tmp / _MARKER).write_text(archive_sha + "\n", encoding="utf-8")
+        os.replace(tmp, dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return {m: dest / m for m in entry.members}
+
+
+# --- fetch / verify -------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _lock(target: Path) -> Iterator[None]:
+    """One downloader per file across processes (parallel Snakemake jobs share the cache)."""
+    lock_path = target.with_name(f".{target.name}.lock")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(lock_path, "a")  # closed by the "with fh" blocks below
+    except OSError as err:
+        raise NmtlibError(
+            f"{target} must be fetched, but the cache folder {target.parent} is not writable "
+            f"({err.strerror}); use a writable cache (--cache / ${ENV_CACHE}) or place the "
+            "file there by hand"
+        ) from err
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no cross-process lock
+        with fh:
+            yield
+        return
+    with fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _select(
+    ds: Dataset, files: list[str] | None, *, present_optional_in: Path | None = None
+) -> list[FileEntry]:
+    if files is None:
+        chosen = [
+            e
+            for e in ds.files.values()
+            if not e.optional
+            or (present_optional_in is not None and (present_optional_in / e.path).exists())
+        ]
+        return chosen
+    unknown = [f for f in files if f not in ds.files]
+    if unknown:
+        raise NmtlibError(
+            f"data set {ds.name!r} has no file(s) {', '.join(map(repr, unknown))}; "
+            f"valid: {', '.join(ds.files)}"
+        )
+    return [ds.files[f] for f in dict.fromkeys(files)]
+
+
+def _expected(entry: FileEntry, tofu: dict[str, str]) -> tuple[str | None, str]:
+    if entry.sha256 is not None:
+        return entry.sha256, "registry"
+    if entry.tofu_key in tofu:
+        return tofu[entry.tofu_key], f"recorded on first use in {TOFU_NAME}"
+    return None, ""
+
+
+def _hand_hint(entry: FileEntry, target: Path, expected: str | None) -> str:
+    what = (
+        "the plain text extracted from that SGML file" if entry.convert == "wmt-sgm" else "the file"
+    )
+    pin = f" (sha256 {expected})" if expected else ""
+    return f"download it elsewhere and place {what} by hand at {target}{pin}, then rerun"
+
+
+def _manual_error(
+    ds: Dataset, missing: list[tuple[FileEntry, Path, str | None]], cache: Path
+) -> NmtlibError:
+    how = ds.instructions.replace("<cache>", str(cache)) or "see docs/data.md."
+    listed = ", ".join(
+        f"{target}" + (f" (sha256 {expected})" if expected else "")
+        for _, target, expected in missing
+    )
+    return NmtlibError(
+        f"data set {ds.name!r} is licence-restricted and must be obtained by hand: {how} "
+        f"Missing {len(missing)} file(s): {listed}."
+    )
+
+
+def _obtain(
+    ds: Dataset,
+    entry: FileEntry,
+    cache: Path,
+    target: Path,
+    expected: str | None,
+    source: str,
+    *,
+    retries: int,
+    backoff: float,
+    timeout: float,
+    progress: bool | None,
+) -> str:
+    """Download (and convert) ``entry`` to ``target``; returns the verified sha256."""
+    if entry.manual or entry.url is None:
+        raise _manual_error(ds, [(entry, target, expected)], cache)
+    part = target.with_name(target.name + ".part")
+    hint = _hand_hint(entry, target, expected)
+    log.info("downloading %s -> %s", entry.url, target)
+    _download(
+        entry.url,
+        part,
+        size=None if entry.convert else entry.size,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+        progress=progress,
+        hand_hint=hint,
+    )
+    # checksums published for the downloaded bytes themselves (md5/sha1 from other sources)
+    extra = [a for a in ("md5", "sha1") if getattr(entry, a)]
+    if extra:
+        got = _digests(part, extra)
+        for algo in extra:
+            if got[algo] != getattr(entry, algo):
+                aside = _move_aside(part)
+                raise NmtlibError(
+                    f"{entry.url}: {algo} mismatch: expected {getattr(entry, algo)}, "
+                    f"got {got[algo]}; "
+                    f"the download was moved to {aside} and not used"
+                )
+    candidate = part
+    if entry.convert == "wmt-sgm":
+        candidate = target.with_name(f".{target.name}.{os.getpid()}.txt.tmp")
+        try:
+            sgm_to_text(part, candidate)
+        except (OSError, UnicodeDecodeError) as err:
+            candidate.unlink(missing_ok=True)
+            aside = _move_aside(part)
+            raise NmtlibError(
+                f"{entry.url}: cannot convert from SGML ({err}); moved to {aside}"
+            ) from err
+    check = _check_file(candidate, entry, expected, source)
+    if not check.ok:
+        aside = _move_aside(candidate)
+        part.unlink(missing_ok=True)  # (a no-op when the candidate was the part itself)
+        raise NmtlibError(
+            f"{target}: the download from {entry.url} does not verify: {check.problem}; "
+            f"moved to {aside} and not used"
+        )
+    os.replace(candidate, target)
+    if candidate is not part:
+        part.unlink(missing_ok=True)
+    return check.sha256
+
+
+def fetch(
+    dataset: str,
+    cache_dir: Path | str | None = None,
+    files: list[str] | None = None,
+    *,
+    registry: Registry | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    retries: int = 4,
+    backoff: float = 1.0,
+    timeout: float = 60.0,
+    progress: bool | None = None,
+) -> dict[str, Path]:
+    """Local, verified paths of a data set's files, downloading what is missing or corrupt.
+
+    :param files: file names to fetch (default: every file not marked ``optional``).
+    :param registry: a registry file path or mapping instead of the packaged ``corpora.yaml``.
+    :param retries: extra attempts per download after the first; waits ``backoff * 2**k`` s.
+    :returns: file name -> path; for archives also member name -> path of the unpacked member.
+    :raises NmtlibError: unknown data set/file, checksum mismatch after download, unreachable
+        host (naming the URL and the cache path to fill by hand), or a manual entry not yet placed.
+    """
+    reg = load_registry(registry)
+    ds = reg.dataset(dataset)
+    cache = resolve_cache_dir(cache_dir)
+    tofu_store = _Tofu(cache, ds.name)
+    tofu = tofu_store.load()
+    out: dict[str, Path] = {}
+    selected = _select(ds, files)
+    # all hand-placed files that are missing, in one message (rather than one per run)
+    missing_manual = [
+        (e, cache / e.path, _expected(e, tofu)[0])
+        for e in selected
+        if (e.manual or e.url is None) and not (cache / e.path).is_file()
+    ]
+    if missing_manual:
+        raise _manual_error(ds, missing_manual, cache)
+    for entry in selected:
+        target = cache / entry.path
+        expected, source = _expected(entry, tofu)
+        sha: str | None = None
+        if target.is_file():
+            check = _check_file(target, entry, expected, source)
+            if check.ok:
+                sha = check.sha256
+            else:
+                aside = _move_aside(target)
+                log.warning("%s: %s; moved to %s, fetching it again", target, check.problem, aside)
+        elif target.exists():
+            raise NmtlibError(f"{target}: exists but is not a regular file")
+        if sha is None:
+            with _lock(target):
+                if target.is_file():  # another process may have finished it meanwhile
+                    check = _check_file(target, entry, expected, source)
+                    sha = check.sha256 if check.ok else None
+                    if not check.ok:
+                        _move_aside(target)
+                if sha is None:
+                    sha = _obtain(
+                        ds,
+                        entry,
+                        cache,
+                        target,
+                        expected,
+                        source,
+                        retries=retries,
+                        backoff=backoff,
+                        timeout=timeout,
+                        progress=progress,
+                    )
+        if expected is None:
+            tofu_store.record(entry.tofu_key, sha)
+            tofu[entry.tofu_key] = sha
+        out[entry.name] = target
+        if entry.extract_to is not None:
+            out.update(_extract(entry, target, cache, sha))
+    return out
+
+
+def verify(
+    dataset: str,
+    cache_dir: Path | str | None = None,
+    files: list[str] | None = None,
+    *,
+    registry: Registry | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+) -> dict[str, Path]:
+    """Check a data set in the cache without downloading or moving anything.
+
+    Every default file (and any optional one that is present) must exist and match its
+    checksum; unpinned files are recorded on first use. All problems are reported in one
+    error. Returns the same mapping as :func:`fetch`.
+    """
+    reg = load_registry(registry)
+    ds = reg.dataset(dataset)
+    cache = resolve_cache_dir(cache_dir)
+    tofu_store = _Tofu(cache, ds.name)
+    tofu = tofu_store.load()
+    out: dict[str, Path] = {}
+    problems: list[str] = []
+    for entry in _select(ds, files, present_optional_in=cache):
+        target = cache / entry.path
+        expected, source = _expected(entry, tofu)
+        if not target.is_file():
+            where = "obtain it by hand (manual entry)" if entry.manual else f"from {entry.url}"
+            problems.append(f"{target}: missing ({where})")
+            continue
+        check = _check_file(target, entry, expected, source)
+        if not check.ok:
+            problems.append(f"{target}: {check.problem}")
+            continue
+        if expected is None:
+            tofu_store.record(entry.tofu_key, check.sha256)
+        out[entry.name] = target
+        if entry.extract_to is not None:
+            members = _extracted(entry, cache, check.sha256)
+            if members is None:
+                problems.append(
+                    f"{cache / entry.extract_to}: not unpacked from {target} yet (run fetch)"
+                )
+            else:
+                out.update(members)
+    if problems:
+        raise NmtlibError(
+            f"data set {ds.name!r} in {cache} does not verify: " + "; ".join(problems)
+        )
+    return out

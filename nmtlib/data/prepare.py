@@ -1,0 +1,316 @@
+"""Tokenize and clean a parallel corpus: two input files in, two aligned output files out.
+
+What: ``prepare_parallel`` reads a source and a target file (plain or gzip) in lockstep,
+tokenizes each side, optionally lowercases, and - only when asked - drops pairs that are empty,
+too long or too unbalanced. It returns (and can write as JSON) the counts of what it read, kept
+and dropped, and writes its outputs atomically.
+
+Why this shape:
+- Test sets go through the same code with no filter options, and then line *i* of each output is
+  line *i* of the input (references, alignments and sentence-level scores depend on that), even
+  when one side is empty.
+- Errors name the file and line (invalid UTF-8) or both files and both counts (length mismatch),
+  because a silently shifted corpus trains fine and scores badly.
+- Outputs appear only when complete (temp file in the same folder, then ``os.replace``), so an
+  interrupted run never leaves a half file that looks finished to Snakemake or to a person.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import logging
+import os
+import secrets
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass
+from itertools import zip_longest
+from pathlib import Path
+from typing import IO, Any, cast
+
+from nmtlib.cli import NmtlibError
+from nmtlib.data.tokenize import Tokenizer
+
+__all__ = ["PrepareStats", "prepare_parallel", "read_lines", "atomic_write", "length_filter"]
+
+log = logging.getLogger(__name__)
+
+_GZIP_MAGIC = b"\x1f\x8b"
+#: pairs handed to a worker at a time: large enough to amortize inter-process overhead
+_BATCH = 2000
+
+
+@dataclass
+class PrepareStats:
+    """Counts of one run; each dropped pair is counted once, under the first rule it fails
+    (empty, then long, then ratio)."""
+
+    read: int = 0
+    kept: int = 0
+    dropped_long: int = 0
+    dropped_empty: int = 0
+    dropped_ratio: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    def summary(self) -> str:
+        return (
+            f"read {self.read}, kept {self.kept}, dropped {self.read - self.kept} "
+            f"(empty {self.dropped_empty}, long {self.dropped_long}, ratio {self.dropped_ratio})"
+        )
+
+
+def _is_gzip(path: Path) -> bool:
+    # by content, not by name: a renamed .gz (or a plain file called .gz) still reads correctly
+    with open(path, "rb") as fh:
+        return fh.read(2) == _GZIP_MAGIC
+
+
+def read_lines(path: Path | str) -> Iterator[str]:
+    """Yield the lines of a plain or gzip UTF-8 file without their line ending.
+
+    Lines are split on ``\\n`` only (``str.splitlines`` would also split on U+2028, U+0085 and
+    friends, which occur in real news text and would shift the corpus). A trailing ``\\r`` is
+    removed, and a UTF-8 byte order mark at the start of the file is dropped.
+    """
+    path = Path(path)
+    try:
+        raw = cast(IO[bytes], gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb"))
+    except FileNotFoundError as err:
+        raise NmtlibError(f"{path}: no such file") from err
+    with raw:
+        try:
+            for lineno, data in enumerate(raw, start=1):
+                if data.endswith(b"\n"):
+                    data = data[:-1]
+                if data.endswith(b"\r"):
+                    data = data[:-1]
+                try:
+                    line = data.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise NmtlibError(
+                        f"{path}:{lineno}: invalid UTF-8 at byte {err.start} of the line "
+                        f"({err.reason})"
+                    ) from None
+                if lineno == 1 and line.startswith("\ufeff"):
+                    line = line[1:]
+                yield line
+        except (OSError, EOFError) as err:  # truncated or corrupt gzip stream
+            raise NmtlibError(f"{path}: cannot read ({err})") from err
+
+
+def _count_rest(lines: Iterator[str]) -> int:
+    return sum(1 for _ in lines)
+
+
+def _paired(src: Path, tgt: Path) -> Iterator[tuple[str, str]]:
+    """Both files in lockstep; a length mismatch is an error naming both files and counts."""
+    src_lines, tgt_lines = read_lines(src), read_lines(tgt)
+    n = 0
+    for s, t in zip_longest(src_lines, tgt_lines):
+        if s is None or t is None:
+            n_src = n + (0 if s is None else 1 + _count_rest(src_lines))
+            n_tgt = n + (0 if t is None else 1 + _count_rest(tgt_lines))
+            raise NmtlibError(
+                f"line count mismatch: {src} has {n_src} lines, {tgt} has {n_tgt} lines"
+            )
+        n += 1
+        yield s, t
+
+
+def length_filter(
+    n_src: int,
+    n_tgt: int,
+    *,
+    drop_empty: bool = False,
+    max_len: int | None = None,
+    max_ratio: float | None = None,
+) -> str | None:
+    """Why a pair with these token counts is dropped (``"empty"``, ``"long"``, ``"ratio"``), or
+    None to keep it. The ratio rule applies only to pairs with both sides non-empty: an empty
+    side is ``drop_empty``'s business, so each pair has exactly one reason."""
+    if drop_empty and (n_src == 0 or n_tgt == 0):
+        return "empty"
+    if max_len is not None and (n_src > max_len or n_tgt > max_len):
+        return "long"
+    if (
+        max_ratio is not None
+        and n_src
+        and n_tgt
+        and max(n_src, n_tgt) / min(n_src, n_tgt) > max_ratio
+    ):
+        return "ratio"
+    return None
+
+
+@contextmanager
+def atomic_write(path: Path | str, *, binary: bool = False) -> Iterator[IO[Any]]:
+    """Open ``path`` for writing so that it appears only once the block completes.
+
+    The data go to a hidden temp file in the same folder (so ``os.replace`` is an atomic rename
+    on the same file system), fsynced, then renamed over ``path``; on error the temp file is
+    removed and an existing ``path`` is left untouched. A ``.gz`` name is written gzip-compressed
+    (with a fixed mtime, so the bytes are reproducible).
+    """
+    path = Path(path)
+    if path.parent and not path.parent.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # os.open with 0o666 lets the umask decide the final mode, like a plain open() would
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    raw = os.fdopen(fd, "wb")
+    try:
+        with ExitStack() as stack:
+            stack.enter_context(raw)
+            sink: IO[bytes] = raw
+            if path.name.endswith(".gz"):
+                gz = stack.enter_context(
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+                )
+                sink = cast(IO[bytes], gz)
+            if binary:
+                yield sink
+            else:
+                text = io.TextIOWrapper(sink, encoding="utf-8", newline="\n")
+                try:
+                    yield text
+                finally:
+                    text.flush()
+                    text.detach()
+            if sink is not raw:
+                sink.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# --- tokenization, optionally in worker processes --------------------------------------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(src_tok: Tokenizer, tgt_tok: Tokenizer, lowercase: bool) -> None:
+    _WORKER.update(src=src_tok, tgt=tgt_tok, lowercase=lowercase)
+
+
+def _tokenize_batch(batch: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    src_tok, tgt_tok, lower = _WORKER["src"], _WORKER["tgt"], _WORKER["lowercase"]
+    out = []
+    for s, t in batch:
+        s, t = src_tok.tokenize(s), tgt_tok.tokenize(t)
+        if lower:
+            s, t = s.lower(), t.lower()
+        out.append((s, t))
+    return out
+
+
+def _batches(pairs: Iterator[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
+    batch: list[tuple[str, str]] = []
+    for pair in pairs:
+        batch.append(pair)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def prepare_parallel(
+    src: Path | str,
+    tgt: Path | str,
+    out_src: Path | str,
+    out_tgt: Path | str,
+    *,
+    src_tokenizer: Tokenizer,
+    tgt_tokenizer: Tokenizer,
+    lowercase: bool = False,
+    drop_empty: bool = False,
+    max_len: int | None = None,
+    max_ratio: float | None = None,
+    stats_path: Path | str | None = None,
+    jobs: int = 1,
+    progress: bool | None = None,
+) -> PrepareStats:
+    """Tokenize (then lowercase, then filter) a parallel corpus; see the module docstring.
+
+    :param max_len: drop pairs with more than this many tokens on either side.
+    :param max_ratio: drop pairs whose longer side has more than this many times the tokens of
+        the shorter side (both non-empty).
+    :param jobs: worker processes for tokenization (1: in this process). Output order is the
+        input order either way.
+    :param progress: tqdm progress on stderr; None shows it only when stderr is a terminal.
+    :returns: the counts, also written to ``stats_path`` as JSON when given.
+    """
+    src, tgt, out_src, out_tgt = Path(src), Path(tgt), Path(out_src), Path(out_tgt)
+    if max_len is not None and max_len < 1:
+        raise NmtlibError(f"max_len must be >= 1, got {max_len}")
+    if max_ratio is not None and max_ratio < 1:
+        raise NmtlibError(f"max_ratio must be >= 1, got {max_ratio}")
+    if out_src.resolve() == out_tgt.resolve():
+        raise NmtlibError(f"source and target outputs are the same file: {out_src}")
+    for path in (src, tgt):
+        if not path.is_file():
+            raise NmtlibError(f"{path}: no such file")
+    jobs = max(1, int(jobs))
+
+    from tqdm import tqdm
+
+    stats = PrepareStats()
+    pairs = _paired(src, tgt)
+    with ExitStack() as stack:
+        f_src = stack.enter_context(atomic_write(out_src))
+        f_tgt = stack.enter_context(atomic_write(out_tgt))
+        bar = stack.enter_context(
+            tqdm(
+                desc=f"prepare {src.name}",
+                unit=" lines",
+                file=sys.stderr,
+                disable=None if progress is None else not progress,
+                mininterval=1.0,
+            )
+        )
+        if jobs == 1:
+            _init_worker(src_tokenizer, tgt_tokenizer, lowercase)
+            stack.callback(_WORKER.clear)
+            tokenized: Iterator[list[tuple[str, str]]] = map(
+                _tokenize_batch, _batches(pairs, _BATCH)
+            )
+        else:
+            import multiprocessing
+
+            pool = multiprocessing.Pool(
+                jobs, initializer=_init_worker, initargs=(src_tokenizer, tgt_tokenizer, lowercase)
+            )
+            stack.callback(pool.terminate)  # runs last-in-first-out: before the files commit
+            tokenized = pool.imap(_tokenize_batch, _batches(pairs, _BATCH))
+        for batch in tokenized:
+            for s, t in batch:
+                stats.read += 1
+                reason = length_filter(
+                    len(s.split()),
+                    len(t.split()),
+                    drop_empty=drop_empty,
+                    max_len=max_len,
+                    max_ratio=max_ratio,
+                )
+                if reason is None:
+                    stats.kept += 1
+                    f_src.write(s + "\n")
+                    f_tgt.write(t + "\n")
+                else:
+                    field = f"dropped_{reason}"
+                    setattr(stats, field, getattr(stats, field) + 1)
+            bar.update(len(batch))
+    if stats_path is not None:
+        with atomic_write(stats_path) as fh:
+            json.dump(stats.as_dict(), fh, indent=2)
+            fh.write("\n")
+    log.info("prepare %s / %s: %s", src, tgt, stats.summary())
+    return stats

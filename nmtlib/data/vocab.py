@@ -1,0 +1,62 @@
+"""Vocabularies: the top-K words of a tokenized training file plus special symbols.
+
+Luong et al. 2015 §4.1 keep the 50K most frequent words per language and map the rest to
+``<unk>``; every target sentence ends in ``<eos>``. Ties in frequency are broken by the word
+itself so that the same corpus always gives the same file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
+SPECIALS = (PAD, UNK, BOS, EOS)
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(4)
+
+
+class Vocabulary:
+    def __init__(self, words: Iterable[str]) -> None:
+        self.itos: list[str] = list(words)
+        if tuple(self.itos[:4]) != SPECIALS:
+            raise ValueError(f"a vocabulary starts with {SPECIALS}, got {self.itos[:4]}")
+        self.stoi: dict[str, int] = {w: i for i, w in enumerate(self.itos)}
+        if len(self.stoi) != len(self.itos):
+            raise ValueError("duplicate words in vocabulary")
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, tokens: list[str]) -> list[int]:
+        return [self.stoi.get(t, UNK_ID) for t in tokens]
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        return [self.itos[i] for i in ids]
+
+    @classmethod
+    def build(cls, lines: Iterable[str], size: int | None) -> Vocabulary:
+        counts: Counter[str] = Counter()
+        for line in lines:
+            counts.update(line.split())
+        for special in SPECIALS:
+            counts.pop(special, None)
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if size is not None:
+            ranked = ranked[:size]
+        return cls([*SPECIALS, *(w for w, _ in ranked)])
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("\n".join(self.itos) + "\n")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Vocabulary:
+        with open(path, encoding="utf-8") as f:
+            return cls(line.rstrip("\n") for line in f)

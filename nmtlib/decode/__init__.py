@@ -1,0 +1,1 @@
+"""Decoding: batched beam search, ensembles, unknown-word replacement, forced decoding."""

@@ -1,0 +1,1 @@
+"""Reports: tables (CSV + Markdown) and figures regenerated from an experiment's results."""

@@ -1,0 +1,1 @@
+"""Training: schedules of the papers, checkpoints with exact resume, logging."""

@@ -1,0 +1,413 @@
+"""The training loop.
+
+What it guarantees:
+
+- **exact resume** — ``checkpoints/last.pt`` holds the weights, the optimiser state, the RNG
+  states and the position inside the epoch; batches depend only on (seed, epoch). A run killed
+  at any point (SIGKILL included) and started again reaches the same final weights as an
+  uninterrupted run on the same device (bit-identical on CPU);
+- **preemption** — SIGTERM (Slurm's preemption or ``scancel --signal=TERM``) writes a checkpoint
+  at the end of the current step and exits with code 143, so a requeued job continues;
+- **divergence** — a NaN/inf loss stops the run before the update with :class:`TrainingError`;
+  the last good checkpoint is untouched;
+- **best-by-dev** — dev perplexity after every epoch (and every ``eval_every`` steps) is logged
+  to ``train_log.csv``; the weights with the lowest dev perplexity become ``model.pt``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import json
+import math
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from nmtlib.config import VariantConfig
+from nmtlib.data.batching import Batch, ParallelData, collate, length_sorted_batches, sequential_batches
+from nmtlib.data.vocab import PAD_ID, Vocabulary
+from nmtlib.models.builder import build_model, count_parameters, init_uniform
+from nmtlib.models.seq2seq import Seq2Seq
+from nmtlib.train import checkpoint
+from nmtlib.train.schedule import build_optimizer, learning_rate, set_lr
+
+LOG_FIELDS = ["epoch", "step", "lr", "train_ppl", "dev_ppl", "target_tokens_per_s", "elapsed_s"]
+PREEMPTED_EXIT_CODE = 143
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (divergence, out of memory); the message says what to change."""
+
+
+@dataclass
+class TrainPaths:
+    train_src: Path
+    train_tgt: Path
+    dev_src: Path
+    dev_tgt: Path
+    src_vocab: Path
+    tgt_vocab: Path
+    out_dir: Path  #: model folder: model.pt, train_log.csv, env.json, checkpoints/
+
+    @property
+    def last(self) -> Path:
+        return self.out_dir / "checkpoints" / "last.pt"
+
+    @property
+    def best(self) -> Path:
+        return self.out_dir / "checkpoints" / "best.pt"
+
+
+def select_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise TrainingError("train.device is 'cuda' but no CUDA device is visible; use 'auto' or 'cpu'")
+    return torch.device(name)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+
+
+def config_fingerprint(variant: VariantConfig, seed: int, init_from: Path | None) -> str:
+    """Hash of everything that makes a checkpoint reusable; a mismatch means start afresh."""
+    blob = json.dumps({"variant": variant.to_dict(), "seed": seed, "init_from": str(init_from)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def batch_loss(model: Seq2Seq, batch: Batch, beta: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(objective to minimise, summed NLL) of a batch, both summed over sentences.
+
+    With ``beta`` > 0 the objective is Shu & Nakayama's Eq. 9, Σ −log p(y|x) − β·(1/T)Σ_t g(t).
+    """
+    out = model(batch.src, batch.src_lengths, batch.tgt_in)
+    nll = nn.functional.cross_entropy(
+        out.logits.float().reshape(-1, out.logits.shape[-1]), batch.tgt_out.reshape(-1),
+        ignore_index=PAD_ID, reduction="sum",
+    )
+    objective = nll
+    if beta and out.gates is not None:
+        real = (batch.tgt_out != PAD_ID).to(out.gates.dtype)
+        mean_gate = (out.gates * real).sum(1) / real.sum(1)
+        objective = nll - beta * mean_gate.sum()
+    return objective, nll
+
+
+@torch.no_grad()
+def evaluate_nll(model: Seq2Seq, data: ParallelData, batch_size: int, device: torch.device) -> tuple[float, int]:
+    """Summed NLL and target token count (``<eos>`` included) of a data set."""
+    was_training = model.training
+    model.eval()
+    total, tokens = 0.0, 0
+    for idx in sequential_batches(len(data), batch_size):
+        batch = collate(data, idx).to(device)
+        _, nll = batch_loss(model, batch)
+        total += float(nll)
+        tokens += batch.target_tokens
+    model.train(was_training)
+    return total, tokens
+
+
+def perplexity(nll: float, tokens: int) -> float:
+    return math.exp(nll / tokens) if tokens else float("nan")
+
+
+class _Preemption:
+    """Turns SIGTERM into a flag checked between steps."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[_Preemption]:
+        try:
+            previous = signal.signal(signal.SIGTERM, self._handle)
+        except ValueError:  # not the main thread: leave signals alone
+            yield self
+            return
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    def _handle(self, signum, frame) -> None:
+        self.requested = True
+
+
+class Trainer:
+    def __init__(
+        self,
+        variant: VariantConfig,
+        paths: TrainPaths,
+        seed: int = 1,
+        init_from: Path | None = None,
+        progress: bool = True,
+    ) -> None:
+        self.variant = variant
+        self.cfg = variant.train
+        self.paths = paths
+        self.seed = seed
+        self.init_from = init_from
+        self.progress = progress
+        self.device = select_device(self.cfg.device)
+        self.src_vocab = Vocabulary.load(paths.src_vocab)
+        self.tgt_vocab = Vocabulary.load(paths.tgt_vocab)
+        self.train_data = ParallelData.load(paths.train_src, paths.train_tgt, self.src_vocab, self.tgt_vocab)
+        self.dev_data = ParallelData.load(paths.dev_src, paths.dev_tgt, self.src_vocab, self.tgt_vocab)
+        self.fingerprint = config_fingerprint(variant, seed, init_from)
+        # deterministic kernels where PyTorch has them; recorded in env.json
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        if self.device.type == "cuda":
+            torch.backends.cudnn.benchmark = False
+
+    # -- state ---------------------------------------------------------------------------------
+    def _fresh_model(self) -> Seq2Seq:
+        seed_everything(self.seed)
+        model = build_model(self.variant.model, len(self.src_vocab), len(self.tgt_vocab))
+        init_uniform(model, self.cfg.init_range)
+        if self.init_from is not None:
+            # a fine-tuning stage (Shu & Nakayama §4: β objective) starts from a trained model
+            state = checkpoint.load(self.init_from)
+            model.load_state_dict(state["model"])
+        return model.to(self.device)
+
+    def _resume_state(self) -> dict[str, Any] | None:
+        if not self.paths.last.exists():
+            return None
+        state = checkpoint.load(self.paths.last)
+        if state.get("fingerprint") != self.fingerprint:
+            stale = self.paths.last.with_suffix(".stale.pt")
+            os.replace(self.paths.last, stale)
+            print(f"[train] {self.paths.last} belongs to another configuration; moved to {stale}, "
+                  f"starting afresh", file=sys.stderr)
+            return None
+        return state
+
+    def _save(self, model, optimizer, epoch: int, batch_index: int, step: int, best: float, log: list) -> None:
+        state = {
+            "fingerprint": self.fingerprint,
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "epoch": epoch,
+            "batch_index": batch_index,
+            "step": step,
+            "best_dev_ppl": best,
+            "log": log,
+            "rng_torch": torch.get_rng_state(),
+            "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "rng_python": list(_python_rng_state()),
+            "elapsed_s": self._elapsed(),
+        }
+        checkpoint.save_atomic(state, self.paths.last)
+
+    def _elapsed(self) -> float:
+        return self._elapsed_before + (time.perf_counter() - self._t0)
+
+    # -- main loop -------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        cfg = self.cfg
+        model = self._fresh_model()
+        optimizer = build_optimizer(cfg, model.parameters())
+        epoch, batch_index, step, best, log = 1, 0, 0, math.inf, []
+        self._elapsed_before, self._t0 = 0.0, time.perf_counter()
+        state = self._resume_state()
+        if state is not None:
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            epoch, batch_index, step = state["epoch"], state["batch_index"], state["step"]
+            best, log = state["best_dev_ppl"], list(state["log"])
+            torch.set_rng_state(state["rng_torch"])
+            if state["rng_cuda"] and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(state["rng_cuda"])
+            _set_python_rng_state(state["rng_python"])
+            self._elapsed_before = state["elapsed_s"]
+            print(f"[train] resuming from {self.paths.last}: epoch {epoch}, batch {batch_index}, step {step}",
+                  file=sys.stderr)
+        self._write_log(log)
+        self._write_env(model)
+        model.train()
+        preemption = _Preemption()
+        with preemption.installed():
+            done = self._loop(model, optimizer, epoch, batch_index, step, best, log, preemption)
+        if not done:
+            raise SystemExit(PREEMPTED_EXIT_CODE)
+        return self._finish(model)
+
+    def _loop(self, model, optimizer, epoch, batch_index, step, best, log, preemption) -> bool:
+        cfg = self.cfg
+        norm_by_tokens = cfg.loss_norm == "tokens"
+        autocast = (
+            torch.autocast("cuda", dtype=torch.bfloat16) if cfg.bf16 and self.device.type == "cuda"
+            else contextlib.nullcontext()
+        )
+        while epoch <= cfg.epochs:
+            lr = learning_rate(cfg, epoch)
+            set_lr(optimizer, lr)
+            batches = length_sorted_batches(self.train_data, cfg.batch_size, self.seed, epoch)
+            bar = tqdm(total=len(batches), initial=batch_index, desc=f"{self.variant.name} epoch {epoch}",
+                       unit="batch", disable=not self.progress, file=sys.stderr, dynamic_ncols=True,
+                       mininterval=0.1 if sys.stderr.isatty() else 30)  # log files get a line per 30 s
+            nll_sum, tok_sum, t_start = 0.0, 0, time.perf_counter()
+            while batch_index < len(batches):
+                batch = collate(self.train_data, batches[batch_index]).to(self.device)
+                try:
+                    with autocast:
+                        objective, nll = batch_loss(model, batch, cfg.beta)
+                    loss = objective / (batch.target_tokens if norm_by_tokens else len(batch.indices))
+                    loss_value = float(loss.detach())
+                    if not math.isfinite(loss_value):
+                        raise TrainingError(
+                            f"loss became {loss_value} at epoch {epoch}, step {step + 1} (lr {lr:g}); the run "
+                            f"stopped before the update, and {self.paths.last} holds the last good state. "
+                            f"Lower train.lr or train.clip and start again"
+                        )
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+                    optimizer.step()
+                except torch.cuda.OutOfMemoryError:
+                    raise TrainingError(
+                        f"out of GPU memory on a batch of {len(batch.indices)} sentences "
+                        f"({batch.target_tokens} target tokens); lower train.batch_size (now {cfg.batch_size})"
+                    ) from None
+                step += 1
+                batch_index += 1
+                nll_sum += float(nll.detach())
+                tok_sum += batch.target_tokens
+                speed = tok_sum / max(1e-9, time.perf_counter() - t_start)
+                bar.update(1)
+                bar.set_postfix(ppl=f"{math.exp(min(50, nll_sum / max(1, tok_sum))):.2f}", tok_s=f"{speed:.0f}")
+                if cfg.eval_every and step % cfg.eval_every == 0:
+                    best = self._evaluate(model, log, epoch, step, lr, nll_sum, tok_sum, speed, best)
+                if step % cfg.checkpoint_every == 0 or preemption.requested:
+                    self._save(model, optimizer, epoch, batch_index, step, best, log)
+                if preemption.requested:
+                    bar.close()
+                    print(f"[train] SIGTERM: checkpoint written at step {step}; exiting for requeue",
+                          file=sys.stderr)
+                    return False
+                if cfg.max_steps and step >= cfg.max_steps:
+                    break
+            bar.close()
+            speed = tok_sum / max(1e-9, time.perf_counter() - t_start)
+            finished_epoch = batch_index >= len(batches)
+            if finished_epoch:
+                epoch, batch_index = epoch + 1, 0
+            best = self._evaluate(model, log, epoch - finished_epoch, step, lr, nll_sum, tok_sum, speed, best)
+            self._save(model, optimizer, epoch, batch_index, step, best, log)
+            if cfg.max_steps and step >= cfg.max_steps:
+                break
+        return True
+
+    def _evaluate(self, model, log, epoch, step, lr, nll_sum, tok_sum, speed, best) -> float:
+        dev_nll, dev_tokens = evaluate_nll(model, self.dev_data, self.cfg.batch_size, self.device)
+        dev_ppl = perplexity(dev_nll, dev_tokens)
+        log.append({
+            "epoch": epoch, "step": step, "lr": learning_rate(self.cfg, max(1, epoch)),
+            "train_ppl": round(perplexity(nll_sum, tok_sum), 4) if tok_sum else "",
+            "dev_ppl": round(dev_ppl, 4), "target_tokens_per_s": round(speed, 1),
+            "elapsed_s": round(self._elapsed(), 1),
+        })
+        self._write_log(log)
+        if dev_ppl < best:
+            best = dev_ppl
+            checkpoint.save_atomic(self._model_record(model, dev_ppl, step), self.paths.best)
+        return best
+
+    def _model_record(self, model: nn.Module, dev_ppl: float, step: int) -> dict[str, Any]:
+        return {
+            "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+            "variant": self.variant.to_dict(),
+            "src_vocab_size": len(self.src_vocab),
+            "tgt_vocab_size": len(self.tgt_vocab),
+            "dev_ppl": dev_ppl,
+            "step": step,
+            "seed": self.seed,
+        }
+
+    def _finish(self, model: Seq2Seq) -> dict[str, Any]:
+        final = self.paths.out_dir / "model.pt"
+        if self.paths.best.exists():
+            checkpoint.save_atomic(checkpoint.load(self.paths.best), final)
+        else:
+            checkpoint.save_atomic(self._model_record(model, float("nan"), 0), final)
+        record = checkpoint.load(final)
+        return {"model": str(final), "dev_ppl": record["dev_ppl"], "step": record["step"],
+                "parameters": count_parameters(model)}
+
+    def _write_log(self, log: list[dict[str, Any]]) -> None:
+        path = self.paths.out_dir / "train_log.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".csv.tmp")
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=LOG_FIELDS)
+            writer.writeheader()
+            writer.writerows(log)
+        os.replace(tmp, path)
+
+    def _write_env(self, model: nn.Module) -> None:
+        """What makes this run reproducible: code, config, packages, device, seeds, data hashes."""
+        import platform
+
+        env = {
+            "git_commit": _git_commit(),
+            "variant": self.variant.to_dict(),
+            "seed": self.seed,
+            "init_from": None if self.init_from is None else str(self.init_from),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "device": str(self.device),
+            "cuda_device": torch.cuda.get_device_name(0) if self.device.type == "cuda" else None,
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            "parameters": count_parameters(model),
+            "data_sha256": {str(p): sha256_file(p) for p in (
+                self.paths.train_src, self.paths.train_tgt, self.paths.dev_src, self.paths.dev_tgt,
+                self.paths.src_vocab, self.paths.tgt_vocab)},
+        }
+        tmp = self.paths.out_dir / "env.json.tmp"
+        tmp.write_text(json.dumps(env, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, self.paths.out_dir / "env.json")
+
+
+def _python_rng_state() -> tuple:
+    version, internal, gauss = random.getstate()
+    return version, list(internal), gauss
+
+
+def _set_python_rng_state(state) -> None:
+    version, internal, gauss = state
+    random.setstate((version, tuple(internal), gauss))
+
+
+def _git_commit() -> str | None:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).resolve().parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None

@@ -1,0 +1,90 @@
+"""Checking a workflow configuration before any job starts.
+
+Two passes: the JSON schema (types, names, unknown keys; defaults filled in), then what a schema
+cannot say — every variant resolves (:func:`nmtlib.config.resolve_variant`), ensembles and
+fine-tuning stages name existing variants, a downloaded corpus names its splits. Every error
+names the key (as a dotted path) and, where there is a closed set, the allowed values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from nmtlib.config import ConfigError, VariantConfig, resolve_variant
+
+
+def _path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    return ".".join(parts) if parts else "(top level)"
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    where = _path(error)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        if allowed:
+            return f"{where}: unknown key(s) {extra}; allowed keys: {allowed}"
+    if error.validator == "enum":
+        return f"{where}: {error.instance!r} is not one of {error.validator_value}"
+    if error.validator == "required":
+        return f"{where}: {error.message}"
+    return f"{where}: {error.message}"
+
+
+def _with_defaults(validator_class):
+    """A validator that also fills in ``default`` values (as Snakemake's ``validate`` does)."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if isinstance(sub, dict) and "default" in sub and name not in instance:
+                    instance[name] = sub["default"]
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+def validate_config(config: dict[str, Any], schema_path: str | Path, corpora: set[str] | None = None) -> dict[str, VariantConfig]:
+    """Validate ``config`` in place (defaults filled) and return its resolved variants.
+
+    :raises ConfigError: naming the offending key.
+    """
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), _path(e)))
+    if errors:
+        raise ConfigError("; ".join(_message(e) for e in errors[:5]))
+
+    data = config["data"]
+    if data["corpus"] != "synthetic":
+        if corpora is not None and data["corpus"] not in corpora:
+            raise ConfigError(f"data.corpus: {data['corpus']!r} is not 'synthetic' nor a registered data set; "
+                              f"registered: {sorted(corpora)}")
+        missing = [s for s in ("train", "dev", "test") if s not in (data.get("splits") or {})]
+        if missing:
+            raise ConfigError(f"data.splits: a downloaded corpus needs the files of splits {missing}")
+    for key in ("alignments", "dictionary"):
+        if data.get(key) == "generated" and data["corpus"] != "synthetic":
+            raise ConfigError(f"data.{key}: 'generated' exists only for the synthetic corpus")
+
+    variants = config["variants"]
+    resolved: dict[str, VariantConfig] = {}
+    for name, raw in variants.items():
+        resolved[name] = resolve_variant(name, raw, config.get("train"), config.get("decode"), variants)
+        parent = resolved[name].finetune_from
+        if parent is not None and variants[parent].get("finetune_from"):
+            raise ConfigError(f"variants.{name}.finetune_from: {parent!r} is itself a fine-tuning stage; "
+                              f"chain stages from a trained variant")
+    for name, members in (config.get("ensembles") or {}).items():
+        if name in variants:
+            raise ConfigError(f"ensembles.{name}: the name is already a variant's")
+        unknown = [m for m in members if m not in variants]
+        if unknown:
+            raise ConfigError(f"ensembles.{name}: unknown variant(s) {unknown}; variants: {sorted(variants)}")
+    return resolved

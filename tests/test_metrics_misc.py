@@ -1,0 +1,97 @@
+"""Perplexity and BLEU per source-length bucket."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nmtlib.metrics import MetricInputError
+from nmtlib.metrics.bleu import tokenized_bleu
+from nmtlib.metrics.buckets import bleu_by_length, bucket_label
+from nmtlib.metrics.perplexity import perplexity
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    ("nll", "tokens", "expected"),
+    [
+        (0.0, 10, 1.0),
+        (10 * math.log(4), 10, 4.0),  # uniform over 4 words
+        (math.log(2) + math.log(8), 2, 4.0),  # geometric mean of 2 and 8, not their mean
+        (1e6, 1, math.inf),  # overflow
+    ],
+)
+def test_perplexity(nll: float, tokens: int, expected: float) -> None:
+    assert perplexity(nll, tokens) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("nll", "tokens"), [(1.0, 0), (-1.0, 3), (float("nan"), 3)])
+def test_perplexity_rejects(nll: float, tokens: int) -> None:
+    with pytest.raises(ValueError):
+        perplexity(nll, tokens)
+
+
+@pytest.mark.parametrize(
+    ("length", "width", "buckets", "label"),
+    [
+        (0, 10, 7, "1-10"),
+        (1, 10, 7, "1-10"),
+        (10, 10, 7, "1-10"),
+        (11, 10, 7, "11-20"),
+        (60, 10, 7, "51-60"),
+        (61, 10, 7, "61+"),
+        (500, 10, 7, "61+"),
+        (500, 10, None, "491-500"),
+        (6, 5, 3, "6-10"),
+        (11, 5, 3, "11+"),
+    ],
+)
+def test_bucket_label(length: int, width: int, buckets: int | None, label: str) -> None:
+    assert bucket_label(length, width, buckets) == label
+
+
+def test_bleu_by_length_groups_and_scores_with_tokenized_bleu() -> None:
+    srcs = ["w " * 3, "w " * 12, "w " * 15, "w " * 70, ""]
+    hyps = ["a b c d", "a b c d e", "x y z w", "a b c d", "q"]
+    refs = ["a b c d", "a b c d e", "a b c d", "a b c e", "q"]
+    rows = bleu_by_length(srcs, hyps, refs)
+    assert [(r["bucket"], r["sentences"]) for r in rows] == [("1-10", 2), ("11-20", 2), ("61+", 1)]
+    expected = tokenized_bleu([hyps[1], hyps[2]], [refs[1], refs[2]]).score
+    assert rows[1]["bleu"] == pytest.approx(expected)
+    assert rows[2]["bleu"] == 0.0  # no matching 4-gram
+    # the source length, not the hypothesis length, decides the bucket
+    assert [r["bucket"] for r in bleu_by_length(srcs, hyps, refs, width=20, buckets=None)] == [
+        "1-20", "61-80"
+    ]
+
+
+def test_bleu_by_length_errors() -> None:
+    with pytest.raises(MetricInputError, match="lines"):
+        bleu_by_length(["a"], ["a", "b"], ["a"])
+    with pytest.raises(MetricInputError, match=">= 1"):
+        bleu_by_length(["a"], ["a"], ["a"], width=0)
+
+
+def test_cli_bleu_by_length(tmp_path: Path) -> None:
+    (tmp_path / "src").write_text("s s\n" + "s " * 25 + "\n")
+    (tmp_path / "ref").write_text("a b c d\ne f g h\n")
+    (tmp_path / "hyp").write_text("a b c d\ne f g h\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run(
+        [sys.executable, "-m", "nmtlib", "score", "bleu-by-length", "--src", str(tmp_path / "src"),
+         "--ref", str(tmp_path / "ref"), "--hyp", str(tmp_path / "hyp")],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(run.stdout.splitlines()[-1])["bleu_by_length"]
+    assert rows == [
+        {"bucket": "1-10", "sentences": 1, "bleu": pytest.approx(100.0)},
+        {"bucket": "21-30", "sentences": 1, "bleu": pytest.approx(100.0)},
+    ]

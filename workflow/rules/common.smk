@@ -1,0 +1,138 @@
+# Configuration checks and the helpers every rule file uses. The config is validated (schema,
+# then variant semantics) when the workflow is parsed, so a bad config fails before any job.
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+from nmtlib.config import ConfigError
+from nmtlib.workflow_config import validate_config
+
+try:
+    VARIANTS = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+except ConfigError as err:
+    raise WorkflowError(f"invalid configuration: {err}") from None
+
+# The interpreter running Snakemake has nmtlib installed: call it by path so that rules work
+# without an activated virtualenv, on cluster nodes too.
+NMTLIB = f"{shlex.quote(sys.executable)} -m nmtlib"
+
+EXP = config["experiment"]
+R = f"results/{EXP}"
+LOGS = f"logs/{EXP}"
+DATA = config["data"]
+SEEDS = config["seeds"]
+ENSEMBLES = config.get("ensembles") or {}
+THREADS = config["threads"]
+SYNTHETIC = DATA["corpus"] == "synthetic"
+
+wildcard_constraints:
+    variant="[A-Za-z0-9][A-Za-z0-9._+-]*",
+    run=r"seed\d+|ensemble",
+    setting=r"beam\d+(\.tau[0-9.]+)?",
+    split="train|dev|test",
+    side="src|tgt",
+    seed=r"\d+",
+
+
+def decode_settings(name):
+    """Decoding settings of a variant or an ensemble: beamK, plus beamK.tauX per Flexible τ."""
+    decode = VARIANTS[name].decode if name in VARIANTS else None
+    beam = decode.beam if decode else config.get("decode", {}).get("beam", 12)
+    settings = [f"beam{beam}"]
+    if decode:
+        settings += [f"beam{beam}.tau{tau:g}" for tau in decode.taus]
+    return settings
+
+
+def parse_setting(setting):
+    m = re.fullmatch(r"beam(\d+)(?:\.tau([0-9.]+))?", setting)
+    return int(m.group(1)), (float(m.group(2)) if m.group(2) else None)
+
+
+def runs(name):
+    return ["ensemble"] if name in ENSEMBLES else [f"seed{s}" for s in SEEDS]
+
+
+def model_paths(name, run):
+    """Checkpoints that decode ``name``/``run``: one model, or every seed of every ensemble member."""
+    if name in ENSEMBLES:
+        return [f"{R}/models/{m}/seed{s}/model.pt" for m in ENSEMBLES[name] for s in SEEDS]
+    return [f"{R}/models/{name}/{run}/model.pt"]
+
+
+def decode_config(name):
+    return VARIANTS[name].decode if name in VARIANTS else VARIANTS[ENSEMBLES[name][0]].decode
+
+
+def has_attention(name):
+    return VARIANTS[name].model.attention != "none"
+
+
+def gold_alignments():
+    value = DATA.get("alignments")
+    if value is None:
+        return None
+    return f"{R}/corpus/test.align" if value == "generated" else value
+
+
+def dictionary():
+    value = DATA.get("dictionary")
+    if value is None:
+        return None
+    return f"{R}/corpus/lexicon.tsv" if value == "generated" else value
+
+
+def score_files():
+    out = []
+    for name in [*VARIANTS, *ENSEMBLES]:
+        for run in runs(name):
+            out += [f"{R}/scores/{name}/{run}/test.{s}.json" for s in decode_settings(name)]
+    return out
+
+
+def ppl_files():
+    return [f"{R}/scores/{v}/seed{s}/test.ppl.json" for v in VARIANTS for s in SEEDS]
+
+
+def aer_files():
+    if gold_alignments() is None:
+        return []
+    return [f"{R}/scores/{v}/seed{s}/test.aer.json" for v in VARIANTS if has_attention(v) for s in SEEDS]
+
+
+def attention_files():
+    return [f"{R}/attention/{v}/seed{s}/test.npz" for v in VARIANTS if has_attention(v) for s in SEEDS]
+
+
+def train_logs():
+    return [f"{R}/models/{v}/seed{s}/train_log.csv" for v in VARIANTS for s in SEEDS]
+
+
+def report_spec():
+    """What the report step needs to know about the experiment, as JSON."""
+    return json.dumps({
+        "experiment": EXP,
+        "results": R,
+        "seeds": SEEDS,
+        "variants": {name: v.to_dict() for name, v in VARIANTS.items()},
+        "ensembles": ENSEMBLES,
+        "settings": {name: decode_settings(name) for name in [*VARIANTS, *ENSEMBLES]},
+        "report": config.get("report", {}),
+        "data": {k: DATA.get(k) for k in ("corpus", "src", "tgt")},
+        "aer": gold_alignments() is not None,
+    }, sort_keys=True)
+
+
+REPORT_TABLES = ["summary"]
+REPORT_FIGURES = ["learning_curves", "bleu_by_length", "attention_heatmaps"]
+
+
+def final_outputs():
+    return [
+        *[f"{R}/tables/{t}.csv" for t in REPORT_TABLES],
+        *[f"{R}/figures/{f}.png" for f in REPORT_FIGURES],
+    ]

@@ -1,0 +1,63 @@
+# Tokenize and clean each split (training pairs over max_len are dropped and counted), then
+# build the top-K vocabularies from the training side.
+
+
+def prepare_inputs(wildcards):
+    files = {"src": raw_file(wildcards.split, "src"), "tgt": raw_file(wildcards.split, "tgt")}
+    if not SYNTHETIC:
+        files["manifest"] = f"{R}/corpus/download.json"  # verified by checksum before use
+    return files
+
+
+def prepare_options(wildcards):
+    """Filters apply to training data only: dev/test lines must stay aligned with references."""
+    opts = []
+    if DATA["lowercase"]:
+        opts.append("--lowercase")
+    opts.append("--escape" if DATA["escape"] else "--no-escape")
+    if wildcards.split == "train":
+        opts += ["--max-len", str(DATA["max_len"]), "--drop-empty"]
+        if DATA.get("max_ratio"):
+            opts += ["--max-ratio", str(DATA["max_ratio"])]
+    return " ".join(shlex.quote(o) for o in opts)
+
+
+rule prepare_split:
+    input:
+        unpack(prepare_inputs),
+    output:
+        src=f"{R}/data/{{split}}.src",
+        tgt=f"{R}/data/{{split}}.tgt",
+        stats=f"{R}/data/{{split}}.stats.json",
+    params:
+        src_lang=DATA["src"],
+        tgt_lang=DATA["tgt"],
+        src_tok=DATA.get("tokenizer", {}).get("src", "none"),
+        tgt_tok=DATA.get("tokenizer", {}).get("tgt", "none"),
+        options=prepare_options,
+    log:
+        f"{LOGS}/prepare_split/{{split}}.log",
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    shell:
+        "{NMTLIB} prepare --src {input.src:q} --tgt {input.tgt:q} --out-src {output.src:q} --out-tgt {output.tgt:q}"
+        " --src-lang {params.src_lang:q} --tgt-lang {params.tgt_lang:q}"
+        " --src-tokenizer {params.src_tok:q} --tgt-tokenizer {params.tgt_tok:q} {params.options}"
+        " --stats {output.stats:q} > {log:q} 2>&1"
+
+
+rule build_vocab:
+    input:
+        f"{R}/data/train.{{side}}",
+    output:
+        f"{R}/vocab/{{side}}.txt",
+    params:
+        size=lambda w: DATA["vocab_size"][w.side],
+    log:
+        f"{LOGS}/build_vocab/{{side}}.log",
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "{NMTLIB} vocab --input {input:q} --output {output:q} --size {params.size} > {log:q} 2>&1"

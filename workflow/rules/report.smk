@@ -1,0 +1,34 @@
+# Tables (CSV + Markdown) and figures (PNG) of the experiment, each with a caption for
+# `snakemake --report`.
+
+
+rule make_report:
+    input:
+        scores=score_files(),
+        ppl=ppl_files(),
+        aer=aer_files(),
+        attention=attention_files(),
+        logs=train_logs(),
+        src=f"{R}/data/test.src",
+        tgt=f"{R}/data/test.tgt",
+    output:
+        *[
+            report(f"{R}/tables/{t}.csv", caption=f"../report/{t}.rst", category="Tables")
+            for t in REPORT_TABLES
+        ],
+        *[f"{R}/tables/{t}.md" for t in REPORT_TABLES],
+        *[
+            report(f"{R}/figures/{f}.png", caption=f"../report/{f}.rst", category="Figures")
+            for f in REPORT_FIGURES
+        ],
+    params:
+        spec=report_spec(),
+        tables=f"{R}/tables",
+        figures=f"{R}/figures",
+    log:
+        f"{LOGS}/make_report.log",
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    shell:
+        "{NMTLIB} report --spec {params.spec:q} --tables {params.tables:q} --figures {params.figures:q} > {log:q} 2>&1"

@@ -1,0 +1,54 @@
+# Train each variant with each seed on the GPU when there is one. Training resumes from
+# checkpoints/last.pt (not a declared output, so Snakemake keeps it across failures, retries
+# and Slurm requeues); a fine-tuning variant (finetune_from) starts from its parent's model.
+
+
+def variant_spec(name):
+    """The variant exactly as in the config, for nmtlib train (params: a change retrains)."""
+    return json.dumps({
+        "name": name,
+        "options": config["variants"][name],
+        "train_defaults": config.get("train") or {},
+        "decode_defaults": config.get("decode") or {},
+        "variants": config["variants"],
+    }, sort_keys=True)
+
+
+def train_inputs(wildcards):
+    files = {
+        "train_src": f"{R}/data/train.src", "train_tgt": f"{R}/data/train.tgt",
+        "dev_src": f"{R}/data/dev.src", "dev_tgt": f"{R}/data/dev.tgt",
+        "src_vocab": f"{R}/vocab/src.txt", "tgt_vocab": f"{R}/vocab/tgt.txt",
+    }
+    parent = VARIANTS[wildcards.variant].finetune_from
+    if parent is not None:
+        files["init"] = f"{R}/models/{parent}/seed{wildcards.seed}/model.pt"
+    return files
+
+
+rule train_model:
+    input:
+        unpack(train_inputs),
+    output:
+        model=f"{R}/models/{{variant}}/seed{{seed}}/model.pt",
+        log=f"{R}/models/{{variant}}/seed{{seed}}/train_log.csv",
+        env=f"{R}/models/{{variant}}/seed{{seed}}/env.json",
+    params:
+        spec=lambda w: variant_spec(w.variant),
+        out_dir=lambda w: f"{R}/models/{w.variant}/seed{w.seed}",
+        init=lambda w, input: f"--init-from {shlex.quote(input.init)}" if "init" in input.keys() else "",
+    log:
+        f"{LOGS}/train_model/{{variant}}.seed{{seed}}.log",
+    benchmark:
+        f"benchmarks/{EXP}/train_model/{{variant}}.seed{{seed}}.tsv"
+    threads: THREADS
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=1440,
+    shell:
+        "{NMTLIB} train --variant-json {params.spec:q} --seed {wildcards.seed} --threads {threads}"
+        " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"
+        " --dev-src {input.dev_src:q} --dev-tgt {input.dev_tgt:q}"
+        " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q}"
+        " --out-dir {params.out_dir:q} {params.init} > {log:q} 2>&1"

@@ -1,0 +1,51 @@
+# Beam search over the test set: one job per variant × run (a seed, or an ensemble of every
+# seed of its members) × decoding setting (beam size, Flexible Attention threshold τ).
+
+
+def translate_options(wildcards):
+    beam, tau = parse_setting(wildcards.setting)
+    d = decode_config(wildcards.variant)
+    opts = ["--beam", str(beam), "--max-len-ratio", str(d.max_len_ratio), "--batch-size", str(d.batch_size)]
+    if d.length_norm:
+        opts.append("--length-norm")
+    if tau is not None:
+        opts += ["--tau", str(tau)]
+    if d.unk_replace and dictionary() is not None:
+        opts += ["--dict", dictionary()]
+    return " ".join(shlex.quote(o) for o in opts)
+
+
+def translate_inputs(wildcards):
+    files = {
+        "models": model_paths(wildcards.variant, wildcards.run),
+        "src": f"{R}/data/test.src",
+        "src_vocab": f"{R}/vocab/src.txt",
+        "tgt_vocab": f"{R}/vocab/tgt.txt",
+    }
+    if dictionary() is not None:
+        files["dictionary"] = dictionary()
+    return files
+
+
+rule translate:
+    input:
+        unpack(translate_inputs),
+    output:
+        multiext(f"{R}/translations/{{variant}}/{{run}}/test.{{setting}}", ".txt", ".unk.txt", ".jsonl"),
+    params:
+        prefix=lambda w: f"{R}/translations/{w.variant}/{w.run}/test.{w.setting}",
+        models=lambda w, input: " ".join(f"--model {shlex.quote(m)}" for m in input.models),
+        options=translate_options,
+    log:
+        f"{LOGS}/translate/{{variant}}.{{run}}.{{setting}}.log",
+    benchmark:
+        f"benchmarks/{EXP}/translate/{{variant}}.{{run}}.{{setting}}.tsv"
+    threads: THREADS
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=240,
+    shell:
+        "{NMTLIB} translate {params.models} --src {input.src:q} --src-vocab {input.src_vocab:q}"
+        " --tgt-vocab {input.tgt_vocab:q} --out-prefix {params.prefix:q} {params.options}"
+        " --threads {threads} > {log:q} 2>&1"
