@@ -8,7 +8,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The embedded default applies only when no experiment config is given: Snakemake merges
+# --configfile into the `configfile:` directive's dict, which would leak the default's variants
+# into every experiment. (`--config key=value` overrides still apply on top of either.)
+if "experiment" not in config:
+
+    configfile: "config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"

@@ -159,12 +159,34 @@ def _build(cls: type, values: dict[str, Any], where: str) -> Any:
     if unknown:
         raise ConfigError(f"{where}: unknown option(s) {unknown}; valid options: {sorted(known)}")
     for key, value in values.items():
+        _check_type(known[key], value, f"{where}.{key}")
         choices = CHOICES.get(key if cls is ModelConfig else f"{where.rsplit('.', 1)[-1]}.{key}")
         if choices is not None and value not in choices:
             raise ConfigError(f"{where}.{key}: {value!r} is not one of {list(choices)}")
     if cls is DecodeConfig and "taus" in values:
         values = {**values, "taus": tuple(float(t) for t in values["taus"])}
     return cls(**values)
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,), "float": (int, float), "bool": (bool,), "str": (str,), "None": (type(None),),
+}
+
+
+def _check_type(f: dataclasses.Field, value: Any, where: str) -> None:
+    """Check a value against the field's annotation (``int``, ``float | None``, ``tuple[float, ...]``)."""
+    annotation = str(f.type)
+    if annotation.startswith("tuple"):
+        ok = isinstance(value, (list, tuple)) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        expected = "a list of numbers"
+    else:
+        names = [a.strip() for a in annotation.split("|")]
+        allowed = tuple(t for n in names for t in _TYPES.get(n, (object,)))
+        ok = isinstance(value, allowed) and not (isinstance(value, bool) and "bool" not in names)
+        expected = " or ".join(names)
+    if not ok:
+        raise ConfigError(f"{where}: expected {expected}, got {value!r} ({type(value).__name__})")
 
 
 def resolve_variant(

@@ -15,31 +15,64 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+#: tables and figures ``nmtlib report`` writes (the workflow's REPORT_TABLES / REPORT_FIGURES)
+TABLES = ["summary", "luong_table1", "luong_table3", "luong_table4", "luong_table6", "bahdanau_table1",
+          "shu_table1", "shu_table3"]
+FIGURES = ["learning_curves", "bleu_by_length", "attention_heatmaps", "window_tradeoff", "vision_span"]
+
+
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from nmtlib.metrics import read_lines
+    from nmtlib.cli import NmtlibError
     from nmtlib.report import collect, figures
-    from nmtlib.report.tables import write_table
+    from nmtlib.report.paper import PaperRowError
+    from nmtlib.report.tables import write_paper_tables, write_table
 
     spec = collect.ExperimentSpec.from_json(args.spec)
-    summary = collect.summary_table(spec)
-    write_table(summary, args.tables / "summary.csv", f"Summary of experiment {spec.experiment}",
-                "ppl: test perplexity; bleu: tokenized BLEU (multi-bleu.perl) before unk replacement, bleu_unk "
-                "after; sacrebleu: detokenized; ribes: RIBES.py 1.02.4; aer: alignment error rate of forced "
-                "decoding; avg_window: score evaluations per step; time_ms: decode time per sentence.")
+    try:
+        summary = collect.summary_table(spec)
+        write_paper_tables(spec, args.tables)
+    except PaperRowError as err:
+        raise NmtlibError(str(err)) from None
+    data = collect.data_description(spec)
+    write_table(
+        summary, args.tables / "summary.csv", f"Summary of experiment {spec.experiment}",
+        "One row per variant and per ensemble (config order); numbers are means over the variant's seeds "
+        "(`runs`: score files averaged), decoded at τ = ∞. ppl: test perplexity; bleu: tokenized BLEU "
+        "(multi-bleu.perl) before unknown-word replacement, bleu_unk after, bleu_sd its standard deviation "
+        "over seeds, bleu_no_unk on sentences without out-of-vocabulary words; sacrebleu: sacreBLEU "
+        f"({_signatures(spec)}); ribes: RIBES.py 1.02.4; aer: alignment error rate of forced decoding; "
+        "avg_window: source positions scored per step and hypothesis; time_ms: decode time per sentence; "
+        "paper_rows: the paper table rows the variant regenerates.",
+        header=f"Experiment `{spec.experiment}` ({spec.results}), {data}, seeds {spec.seeds}.",
+    )
+
     figures.learning_curves(collect.learning_curves(spec), args.figures / "learning_curves.png")
     figures.bleu_by_length(collect.length_buckets(spec), args.figures / "bleu_by_length.png")
 
-    sentences = spec.report.get("heatmap_sentences", [0, 1])
-    src = [line.split() for line in read_lines(spec.results / "data" / "test.src")]
-    tgt = [line.split() for line in read_lines(spec.results / "data" / "test.tgt")]
-    matrices = {}
-    for name, v in spec.variants.items():
+    sentences = list(spec.report.get("heatmap_sentences", [0, 1]))
+    src, tgt = collect.test_sentences(spec, "src"), collect.test_sentences(spec, "tgt")
+    matrices, labels = {}, {}
+    for name in collect.attention_selection(spec):
         path = spec.results / "attention" / name / f"seed{spec.seeds[0]}" / "test.npz"
-        if v["model"]["attention"] != "none" and path.exists():
+        if path.exists():
             with np.load(path) as npz:
-                matrices[name] = {i: npz[str(i)] for i in sentences}
-    figures.attention_heatmaps(matrices, src, tgt, sentences, args.figures / "attention_heatmaps.png")
-    print(json.dumps({"tables": str(args.tables), "figures": str(args.figures), "variants": len(summary)}))
+                matrices[name] = {i: npz[str(i)] for i in sentences if str(i) in npz.files}
+            labels[name] = collect.attention_label(spec.variants[name])
+    figures.attention_heatmaps(matrices, src, tgt, sentences, args.figures / "attention_heatmaps.png", labels)
+    figures.window_tradeoff(collect.window_points(spec), collect.mean_source_length(spec),
+                            args.figures / "window_tradeoff.png")
+    figures.vision_span(collect.vision_spans(spec), args.figures / "vision_span.png")
+    print(json.dumps({"tables": [str(args.tables / f"{t}.csv") for t in TABLES],
+                      "figures": [str(args.figures / f"{f}.png") for f in FIGURES], "variants": len(summary)}))
     return 0
+
+
+def _signatures(spec) -> str:
+    from nmtlib.report.collect import translation_rows
+
+    tr = translation_rows(spec)
+    if tr.empty:
+        return "no translation scored"
+    return "; ".join(sorted(set(tr["sacrebleu_signature"].astype(str))))

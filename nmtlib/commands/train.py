@@ -41,8 +41,9 @@ def load_variant(path: Path | None, overrides: list[str] | None = None, text: st
 
     where = str(path) if path is not None else "--variant-json"
     try:
-        raw = yaml.safe_load(text if text is not None else path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
+        # JSON is parsed as JSON: YAML 1.1 would read 1e+30 as a string
+        raw = json.loads(text) if text is not None else yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError) as err:
         raise NmtlibError(f"{where}: {err}") from None
     path = where
     if not isinstance(raw, dict) or "name" not in raw or "options" not in raw:

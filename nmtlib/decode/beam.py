@@ -34,6 +34,7 @@ class Hypothesis:
     attention: np.ndarray | None  #: (len(tokens)+1, S): weights of the step that predicted each token and <eos>
     scores_computed: int = 0  #: score evaluations summed over every hypothesis at every step
     hypothesis_steps: int = 0  #: number of (hypothesis, step) pairs those evaluations were spread over
+    window_per_step: list[float] = field(default_factory=list)  #: mean evaluations per live hypothesis, per step
 
     @property
     def average_window(self) -> float:
@@ -55,6 +56,7 @@ class _SentenceState:
     done: bool = False
     scores_computed: int = 0
     hypothesis_steps: int = 0
+    window_per_step: list[float] = field(default_factory=list)
 
 
 class Ensemble:
@@ -112,6 +114,7 @@ def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) 
     attn: list[list[np.ndarray]] = [[] for _ in range(B)]
     score = [0.0] * B
     computed = [0] * B
+    per_step: list[list[float]] = [[] for _ in range(B)]
     done = [False] * B
     for t in range(max(limits)):
         lp, states, w, ev = ensemble.step(y, states)
@@ -124,6 +127,7 @@ def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) 
             if w is not None:
                 attn[b].append(w[b].cpu().numpy())
                 computed[b] += int(ev[b])
+                per_step[b].append(float(ev[b]))
             if tok == EOS_ID:
                 done[b] = True
             else:
@@ -132,7 +136,8 @@ def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) 
             break
         y = best
     return [
-        Hypothesis(tokens[b], score[b], np.stack(attn[b]) if attn[b] else None, computed[b], len(tokens[b]) + 1)
+        Hypothesis(tokens[b], score[b], np.stack(attn[b]) if attn[b] else None, computed[b],
+                   len(tokens[b]) + 1 if w is not None else 0, per_step[b])
         for b in range(B)
     ]
 
@@ -167,6 +172,7 @@ def beam_search(
                 if not sent[b].done:
                     sent[b].scores_computed += int(counts[b])
                     sent[b].hypothesis_steps += int(n_alive[b])
+                    sent[b].window_per_step.append(counts[b] / max(1, n_alive[b]))
         total = (scores.unsqueeze(2) + lp.view(B, K, V)).view(B, K * V)
         top_scores, top_idx = total.topk(2 * K, dim=1)  # (B, 2K), sorted
         top_rows = top_idx // V + row_base  # beam row each candidate extends
@@ -232,7 +238,7 @@ def beam_search(
 def _backtrack(st: _SentenceState, backptrs, chosen, weights, length_norm: bool) -> Hypothesis:
     best = max(st.finished, key=lambda f: f.score) if st.finished else None
     if best is None:
-        return Hypothesis([], float("-inf"), None, st.scores_computed, st.hypothesis_steps)
+        return Hypothesis([], float("-inf"), None, st.scores_computed, st.hypothesis_steps, st.window_per_step)
     tokens: list[int] = []
     attn: list[np.ndarray] = []
     # the finished hypothesis chose <eos> at step `best.step` from row `best.row`
@@ -246,4 +252,5 @@ def _backtrack(st: _SentenceState, backptrs, chosen, weights, length_norm: bool)
         row = int(backptrs[t][row])
     tokens.reverse()
     attn.reverse()
-    return Hypothesis(tokens, best.score, np.stack(attn) if attn else None, st.scores_computed, st.hypothesis_steps)
+    return Hypothesis(tokens, best.score, np.stack(attn) if attn else None, st.scores_computed, st.hypothesis_steps,
+                      st.window_per_step)

@@ -106,6 +106,7 @@ def translate_file(
         details.append({
             "id": i, "score": round(h.score, 4), "length": len(words), "time_ms": round(ms, 3),
             "scores_computed": h.scores_computed, "hypothesis_steps": h.hypothesis_steps, "avg_window": round(h.average_window, 4),
+            "window_per_step": [round(x, 3) for x in h.window_per_step],
         })
     out_prefix.parent.mkdir(parents=True, exist_ok=True)
     _write_lines(Path(f"{out_prefix}.txt"), plain)

@@ -1,8 +1,11 @@
 """Collect an experiment's result files into tidy pandas tables.
 
 The workflow writes one JSON per result under ``results/<experiment>/scores/`` (see
-``nmtlib evaluate``); this module reads them by the same path convention, using the experiment
-spec the workflow passes (variants, seeds, ensembles, decoding settings).
+``nmtlib evaluate``), per-sentence decoding details under ``translations/`` (``.jsonl``),
+attention matrices under ``attention/`` and training logs under ``models/``; this module reads
+them by the same path convention, using the experiment spec the workflow passes (variants,
+seeds, ensembles, decoding settings). Missing files are skipped, not errors: a report of a
+partial experiment shows what exists.
 """
 
 from __future__ import annotations
@@ -44,6 +47,56 @@ def _read(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
+def translation_path(spec: ExperimentSpec, name: str, run: str, setting: str) -> Path:
+    return spec.results / "translations" / name / run / f"test.{setting}.jsonl"
+
+
+def translation_details(spec: ExperimentSpec, name: str, run: str, setting: str) -> list[dict[str, Any]] | None:
+    """Per-sentence details of one translation (``nmtlib translate``'s ``.jsonl``), or None if absent."""
+    path = translation_path(spec, name, run, setting)
+    if not path.exists():
+        return None
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def recorded_device(spec: ExperimentSpec, name: str, run: str, setting: str, scores: dict[str, Any]) -> str | None:
+    """The device a translation ran on, where a result file records it (``device`` key), else None."""
+    if scores.get("device"):
+        return str(scores["device"])
+    path = translation_path(spec, name, run, setting)
+    if path.exists():
+        with open(path, encoding="utf-8") as f:
+            first = f.readline()
+        if first.strip():
+            device = json.loads(first).get("device")
+            if device:
+                return str(device)
+    return None
+
+
+def test_sentences(spec: ExperimentSpec, side: str = "src") -> list[list[str]] | None:
+    """Tokenized test sentences of the experiment (``data/test.{src,tgt}``), or None if absent."""
+    path = spec.results / "data" / f"test.{side}"
+    if not path.exists():
+        return None
+    return [line.split() for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def data_description(spec: ExperimentSpec) -> str:
+    """Which data our numbers are on, for table headers: corpus, direction, test set size."""
+    corpus = spec.data.get("corpus") or "?"
+    src, tgt = spec.data.get("src") or "src", spec.data.get("tgt") or "tgt"
+    sents = test_sentences(spec)
+    size = f", test set of {len(sents)} sentences" if sents is not None else ""
+    return f"{corpus} {src}→{tgt}{size}"
+
+
+def attention_label(variant: dict[str, Any]) -> str:
+    """``attention`` column value: RNNsearch's additive attention on s_{i−1} is labelled apart from Luong's."""
+    m = variant["model"]
+    return "rnnsearch" if m["arch"] == "rnnsearch" and m["attention"] == "global" else m["attention"]
+
+
 def parse_tau(setting: str) -> float | None:
     return float(setting.split(".tau", 1)[1]) if ".tau" in setting else None
 
@@ -62,8 +115,10 @@ def translation_rows(spec: ExperimentSpec) -> pd.DataFrame:
                     "bleu": s["bleu"]["bleu"], "bleu_unk": s["bleu_unk"]["bleu"],
                     "bleu_no_unk": (s.get("bleu_no_unk") or {}).get("bleu"),
                     "sacrebleu": s["sacrebleu"]["bleu"], "sacrebleu_signature": s["sacrebleu"]["signature"],
+                    "no_unk_sentences": s.get("no_unk_sentences"), "sentences": s.get("sentences"),
                     "ribes": s["ribes"], "avg_window": s["avg_window"],
                     "time_ms": s["time_ms_per_sentence"], "unk_tokens": s["unk_tokens"],
+                    "device": recorded_device(spec, name, run, setting, s),
                 })
     return pd.DataFrame(rows)
 
@@ -82,30 +137,113 @@ def model_rows(spec: ExperimentSpec) -> pd.DataFrame:
 
 
 def summary_table(spec: ExperimentSpec) -> pd.DataFrame:
-    """One row per trained variant (mean over seeds, at τ = ∞) and per ensemble."""
+    """One row per trained variant and per ensemble, in config order.
+
+    Rule: every number is the mean over the variant's seeds, decoded at τ = ∞ (the variant's
+    first setting, ``beamK``); τ sweeps of Flexible Attention are in ``shu_table1``. Ensembles
+    have no perplexity or AER (those are per model). ``runs`` counts the score files averaged
+    and ``bleu_sd`` is the standard deviation of BLEU over seeds (empty with one seed).
+    """
+    from nmtlib.report.paper import resolve_paper_row
+
     tr = translation_rows(spec)
     models = model_rows(spec)
     rows = []
     for name in [*spec.variants, *spec.ensembles]:
-        t = tr[(tr.variant == name) & tr.tau.isna()] if not tr.empty else tr
+        setting = spec.settings[name][0]
+        t = tr[(tr.variant == name) & (tr.setting == setting)] if not tr.empty else tr
         if name in spec.variants:
-            m = spec.variants[name]["model"]
-            attention = "rnnsearch" if m["arch"] == "rnnsearch" and m["attention"] == "global" else m["attention"]
-            info = {"attention": attention, "score": "" if m["attention"] == "none" else m["score"],
+            v = spec.variants[name]
+            m = v["model"]
+            info = {"attention": attention_label(v), "score": "" if m["attention"] == "none" else m["score"],
                     "input_feed": bool(m["input_feed"]), "arch": m["arch"]}
             mm = models[models.variant == name]
+            mapped = resolve_paper_row(name, v.get("paper_row") or {})
+            description = v.get("description", "")
         else:
             members = spec.ensembles[name]
             info = {"attention": "ensemble", "score": "", "input_feed": "", "arch": "+".join(members)}
-            mm = models[models.variant.isin(members)].iloc[0:0]
+            mm = models.iloc[0:0]
+            mapped = {tab: ["ensemble"] for tab, names in ensemble_assignments(spec).items() if name in names}
+            description = f"ensemble of every seed of {', '.join(members)}"
+        sd = float(t["bleu"].astype(float).std()) if len(t) > 1 else None
         rows.append({
             "variant": name, **info,
-            "seeds": len(t),
+            "setting": setting, "runs": len(t),
             "ppl": _mean(mm, "ppl"), "bleu": _mean(t, "bleu"), "bleu_unk": _mean(t, "bleu_unk"),
+            "bleu_sd": None if sd is None else round(sd, 4),
+            "bleu_no_unk": _mean(t, "bleu_no_unk"),
             "sacrebleu": _mean(t, "sacrebleu"), "ribes": _mean(t, "ribes"), "aer": _mean(mm, "aer"),
             "avg_window": _mean(t, "avg_window"), "time_ms": _mean(t, "time_ms"),
+            "paper_rows": "; ".join(f"{tab}: {', '.join(keys)}" for tab, keys in mapped.items()),
+            "description": description,
         })
     return pd.DataFrame(rows)
+
+
+def ensemble_assignments(spec: ExperimentSpec) -> dict[str, list[str]]:
+    """Table → ensembles regenerating its ``ensemble`` row.
+
+    Ensembles have no config entry of their own to carry a ``paper_row``; the experiment's first
+    ensemble regenerates the ensemble rows (Luong Tables 1 and 6) unless the report options name
+    others under ``paper_rows: {<ensemble>: {<table>: ensemble}}``.
+    """
+    explicit = (spec.report or {}).get("paper_rows") or {}
+    out: dict[str, list[str]] = {}
+    named = [e for e in spec.ensembles if e in explicit]
+    if named:
+        for e in named:
+            for table in explicit[e]:
+                out.setdefault(table, []).append(e)
+    elif spec.ensembles:
+        first = next(iter(spec.ensembles))
+        out = {"luong_table1": [first], "luong_table6": [first]}
+    return out
+
+
+class Ours:
+    """Our numbers per (variant or ensemble, decoding setting), averaged over runs (seeds)."""
+
+    def __init__(self, spec: ExperimentSpec):
+        self.spec = spec
+        self.tr = translation_rows(spec)
+        self.models = model_rows(spec)
+
+    def translation(self, name: str, setting: str) -> pd.DataFrame:
+        if self.tr.empty:
+            return self.tr
+        return self.tr[(self.tr.variant == name) & (self.tr.setting == setting)]
+
+    def value(self, name: str | None, metric: str, setting: str | None = None) -> float | None:
+        """Mean of a translation metric (``setting`` None: τ = ∞) or of ppl/aer over the runs."""
+        if name is None:
+            return None
+        if metric in ("ppl", "dev_ppl", "aer", "aer_precision", "aer_recall"):
+            if self.models.empty:
+                return None
+            return _mean(self.models[self.models.variant == name], metric)
+        return _mean(self.translation(name, setting or self.spec.settings[name][0]), metric)
+
+    def runs(self, name: str, setting: str | None = None) -> int:
+        return len(self.translation(name, setting or self.spec.settings[name][0]))
+
+    def devices(self, name: str, setting: str) -> str | None:
+        t = self.translation(name, setting)
+        if t.empty:
+            return None
+        found = sorted({str(d) for d in t["device"] if isinstance(d, str) and d})
+        return ", ".join(found) if found else None
+
+    def taus(self, name: str) -> list[float | None]:
+        """Decoding thresholds of a variant: None (τ = ∞) first, then the τ settings in order."""
+        return [parse_tau(s) for s in self.spec.settings.get(name, [])]
+
+    def setting(self, name: str, tau: float | None) -> str | None:
+        for s in self.spec.settings.get(name, []):
+            t = parse_tau(s)
+            if (t is None and tau is None) or (t is not None and tau is not None and abs(t - tau) < 1e-9):
+                return s
+        return None
 
 
 def _mean(df: pd.DataFrame, column: str) -> float | None:
@@ -128,6 +266,7 @@ def learning_curves(spec: ExperimentSpec) -> pd.DataFrame:
 
 
 def length_buckets(spec: ExperimentSpec) -> pd.DataFrame:
+    """BLEU per source-length bucket of every variant and ensemble at τ = ∞, per run."""
     rows = []
     for name in [*spec.variants, *spec.ensembles]:
         for run in spec.runs(name):
@@ -137,3 +276,82 @@ def length_buckets(spec: ExperimentSpec) -> pd.DataFrame:
             for b in s["bleu_by_length"]:
                 rows.append({"variant": name, "run": run, **b})
     return pd.DataFrame(rows)
+
+
+def window_points(spec: ExperimentSpec) -> pd.DataFrame:
+    """Shu Fig. 3: per variant and decoding setting, mean window and BLEU over the runs.
+
+    BLEU is after unknown-word replacement (the final output, the text RIBES scores too).
+    """
+    tr = translation_rows(spec)
+    if tr.empty:
+        return pd.DataFrame(columns=["variant", "attention", "setting", "tau", "avg_window", "bleu", "runs"])
+    rows = []
+    for name in spec.variants:
+        for setting in spec.settings[name]:
+            t = tr[(tr.variant == name) & (tr.setting == setting)]
+            if t.empty:
+                continue
+            rows.append({"variant": name, "attention": attention_label(spec.variants[name]), "setting": setting,
+                         "tau": parse_tau(setting), "avg_window": _mean(t, "avg_window"),
+                         "bleu": _mean(t, "bleu_unk"), "runs": len(t)})
+    return pd.DataFrame(rows, columns=["variant", "attention", "setting", "tau", "avg_window", "bleu", "runs"])
+
+
+def mean_source_length(spec: ExperimentSpec) -> float | None:
+    src = test_sentences(spec)
+    return sum(map(len, src)) / len(src) if src else None
+
+
+#: Shu & Nakayama select τ = 1.2 on dev (word level); the figures show the τ nearest to it
+SHU_TAU = 1.2
+
+
+def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
+    """Shu Fig. 4 inputs: ``window_per_step`` of the longest test sentences, first seed.
+
+    Series: every global-attention variant at τ = ∞ and every Flexible Attention variant at the
+    decoded τ nearest to 1.2 (Shu's choice). Returns ``{"sentences": [(id, src words)],
+    "series": [{"label", "attention", "spans": {id: [window per step]}}], "missing": why-or-None}``.
+    """
+    flexible = [n for n, v in spec.variants.items() if v["model"]["attention"] == "flexible"]
+    if not flexible:
+        return {"sentences": [], "series": [], "missing": "no Flexible Attention variant in this experiment"}
+    src = test_sentences(spec)
+    if not src:
+        return {"sentences": [], "series": [], "missing": "no test source (data/test.src)"}
+    ids = sorted(range(len(src)), key=lambda i: (-len(src[i]), i))[:count]
+    run = f"seed{spec.seeds[0]}"
+    series = []
+    candidates = [(n, None) for n, v in spec.variants.items() if attention_label(v) == "global"]
+    for n in flexible:
+        taus = [parse_tau(s) for s in spec.settings[n] if parse_tau(s) is not None]
+        candidates.append((n, min(taus, key=lambda t: abs(t - SHU_TAU)) if taus else None))
+    for name, tau in candidates:
+        setting = next(s for s in spec.settings[name] if parse_tau(s) == tau)
+        details = translation_details(spec, name, run, setting)
+        if not details or "window_per_step" not in details[0]:
+            continue
+        by_id = {d["id"]: d["window_per_step"] for d in details}
+        label = f"{name} ({attention_label(spec.variants[name])}, τ={'∞' if tau is None else f'{tau:g}'})"
+        series.append({"label": label, "attention": attention_label(spec.variants[name]),
+                       "spans": {i: by_id.get(i, []) for i in ids}})
+    if not any(s["attention"] == "flexible" for s in series):
+        return {"sentences": [], "series": [], "missing": "no per-step windows of a Flexible Attention translation "
+                                                          "(translations/<variant>/<run>/*.jsonl: window_per_step)"}
+    return {"sentences": [(i, src[i]) for i in ids], "series": series, "missing": None}
+
+
+def attention_selection(spec: ExperimentSpec) -> list[str]:
+    """One attentional variant per attention type for the heatmaps, in the order global,
+    RNNsearch, local-m, local-p, flexible; the first variant of each type in config order, a
+    fine-tuned Flexible Attention variant (``finetune_from``) before its parent."""
+    order = ["global", "rnnsearch", "local-m", "local-p", "flexible"]
+    chosen: dict[str, str] = {}
+    for name, v in spec.variants.items():
+        label = attention_label(v)
+        if label not in order:
+            continue
+        if label not in chosen or (label == "flexible" and v.get("finetune_from") == chosen[label]):
+            chosen[label] = name
+    return [chosen[k] for k in order if k in chosen]

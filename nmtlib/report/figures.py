@@ -8,21 +8,25 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def _save(fig: plt.Figure, path: Path) -> None:
+def _save(fig: plt.Figure, path: Path, tight: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
 def _empty(path: Path, title: str, why: str) -> None:
-    fig, ax = plt.subplots(figsize=(6, 3))
+    """A figure whose inputs this experiment does not have: its title and why, no axes."""
+    fig, ax = plt.subplots(figsize=(7, 3))
     ax.set_title(title)
-    ax.text(0.5, 0.5, why, ha="center", va="center", wrap=True)
+    ax.text(0.5, 0.5, f"Not in this experiment:\n{why}", ha="center", va="center", wrap=True, fontsize=11,
+            bbox={"boxstyle": "round", "facecolor": "#f3f3f3", "edgecolor": "#999999"})
     ax.set_axis_off()
     _save(fig, path)
 
@@ -31,58 +35,152 @@ def learning_curves(curves: pd.DataFrame, path: Path, title: str = "Learning cur
     """Dev perplexity against training updates, one line per variant and seed."""
     if curves.empty:
         return _empty(path, title, "no training logs yet")
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    colours = {v: f"C{i % 10}" for i, v in enumerate(dict.fromkeys(curves["variant"]))}
+    styles = {r: ["-", "--", ":", "-."][i % 4] for i, r in enumerate(dict.fromkeys(curves["run"]))}
+    several = curves["run"].nunique() > 1
     for (variant, run), df in curves.groupby(["variant", "run"], sort=False):
-        label = variant if curves["run"].nunique() == 1 else f"{variant} ({run})"
-        ax.plot(df["step"], df["dev_ppl"], marker="o", markersize=3, label=label)
+        label = f"{variant} ({run})" if several else variant
+        ax.plot(df["step"], df["dev_ppl"], marker="o", markersize=3, color=colours[variant],
+                linestyle=styles[run], label=label)
     ax.set_yscale("log")
     ax.set_xlabel("training updates (mini-batches)")
     ax.set_ylabel("dev perplexity (log scale)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, title="variant", title_fontsize=8)
     _save(fig, path)
 
 
+def _bucket_start(label: str) -> int:
+    return int(str(label).split("-")[0].rstrip("+"))
+
+
 def bleu_by_length(buckets: pd.DataFrame, path: Path, title: str = "BLEU by source length (Luong et al. 2015, Fig. 6)") -> None:
+    """Tokenized BLEU per source-length bucket, one line per variant (mean over seeds)."""
     if buckets.empty:
         return _empty(path, title, "no translations scored yet")
-    mean = buckets.groupby(["variant", "bucket"], sort=False)["bleu"].mean().reset_index()
-    order = list(dict.fromkeys(buckets["bucket"]))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    mean = buckets.groupby(["variant", "bucket"], sort=False)[["bleu", "sentences"]].mean().reset_index()
+    order = sorted(dict.fromkeys(buckets["bucket"]), key=_bucket_start)
+    counts = buckets.groupby("bucket")["sentences"].max()
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for variant, df in mean.groupby("variant", sort=False):
         df = df.set_index("bucket").reindex(order)
         ax.plot(range(len(order)), df["bleu"], marker="o", label=variant)
-    ax.set_xticks(range(len(order)), order)
+    ax.set_xticks(range(len(order)), [f"{b}\n({int(counts[b])} sent.)" for b in order], fontsize=8)
     ax.set_xlabel("source sentence length (words)")
-    ax.set_ylabel("tokenized BLEU")
+    ax.set_ylabel("tokenized BLEU (%)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, title="variant", title_fontsize=8)
     _save(fig, path)
 
 
 def attention_heatmaps(
-    matrices: dict[str, list[np.ndarray]], src: list[list[str]], tgt: list[list[str]], sentences: list[int],
-    path: Path, title: str = "Attention of forced decoding (rows: target words, columns: source words)",
+    matrices: dict[str, dict[int, np.ndarray]], src: list[list[str]] | None, tgt: list[list[str]] | None,
+    sentences: list[int], path: Path, labels: dict[str, str] | None = None,
+    title: str = "Attention of forced decoding (rows: target words, columns: source words)",
 ) -> None:
-    """One panel per (variant, sentence): a_t of each target word over the source words."""
-    if not matrices:
-        return _empty(path, title, "no attentional variant in this experiment")
+    """One panel per (variant, sentence): a_t of each target word over the source words.
+
+    ``matrices``: variant → sentence id → (T, S) weights; ``labels``: variant → panel label
+    (attention type). Words label the axes when the matrix matches the sentence's length.
+    """
+    if not matrices or src is None or tgt is None:
+        return _empty(path, title, "no attentional variant with exported attention (attention/<variant>/seedN/test.npz)")
+    sentences = [i for i in sentences if i < len(src) and all(i in m for m in matrices.values())]
+    if not sentences:
+        return _empty(path, title, "none of report.heatmap_sentences is a sentence of the test set")
     names = list(matrices)
-    rows, cols = len(names), len(sentences)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.8 * rows), squeeze=False)
+    # inches per word: as large as fits a figure of about 18 × 20 inches, never below 0.1 (a 5 pt label)
+    max_t = max(len(tgt[i]) for i in sentences)
+    cell = min(0.22, (18 - 1.5 * len(sentences)) / max(1, sum(len(src[i]) for i in sentences)),
+               (20 - 0.8) / len(names) / max(1, max_t) - 1.4 / max(1, max_t))
+    cell = max(0.1, cell)
+    font = max(5.0, min(8.0, cell * 72 * 0.75))
+    width = [max(2.8, cell * len(src[i]) + 1.4) for i in sentences]
+    height = max(2.6, cell * max_t + 1.4)
+    fig, axes = plt.subplots(len(names), len(sentences), figsize=(sum(width) + 1.2, height * len(names) + 0.8),
+                             squeeze=False, gridspec_kw={"width_ratios": width}, layout="constrained")
+    image = None
     for r, name in enumerate(names):
         for c, sid in enumerate(sentences):
             ax = axes[r][c]
             m = matrices[name][sid]
-            ax.imshow(m, cmap="Greys", vmin=0, vmax=1, aspect="auto")
-            ax.set_xticks(range(len(src[sid])), src[sid], rotation=90, fontsize=6)
-            ax.set_yticks(range(len(tgt[sid])), tgt[sid], fontsize=6)
-            ax.set_title(f"{name} — sentence {sid}", fontsize=9)
-            if c == 0:
-                ax.set_ylabel("target word")
-            if r == rows - 1:
-                ax.set_xlabel("source word")
+            image = ax.imshow(m, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+            if m.shape[1] == len(src[sid]):
+                ax.set_xticks(range(len(src[sid])), src[sid], rotation=90, fontsize=font)
+            if m.shape[0] == len(tgt[sid]):
+                ax.set_yticks(range(len(tgt[sid])), tgt[sid], fontsize=font)
+            ax.set_title(f"{(labels or {}).get(name, name)}: {name}, sentence {sid}", fontsize=9)
+            ax.set_ylabel("target word" if c == 0 else "")
+            ax.set_xlabel("source word" if r == len(names) - 1 else "")
+    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight a_t(s)")
+    fig.suptitle(title)
+    _save(fig, path, tight=False)
+
+
+def window_tradeoff(points: pd.DataFrame, mean_src_len: float | None, path: Path,
+                    title: str = "Window of vision span vs BLEU over τ (Shu & Nakayama 2017, Fig. 3)") -> None:
+    """One point per τ setting of each Flexible Attention variant (a line per variant, labelled
+    with τ), other attentional variants as single markers, and the mean test source length as a
+    vertical reference line. (Global attention scores every source word, but its average window
+    is weighted by decoding steps, which long sentences have more of, so it lies to the right of
+    the mean source length.)"""
+    if points.empty or not (points["attention"] == "flexible").any():
+        return _empty(path, title, "no Flexible Attention variant decoded with thresholds τ\n"
+                                   "(a variant with attention: flexible and decode.taus)")
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    markers = {"global": "s", "rnnsearch": "D", "local-m": "^", "local-p": "v", "none": "x"}
+    for k, (name, df) in enumerate(points[points["attention"] == "flexible"].groupby("variant", sort=False)):
+        df = df.sort_values("avg_window")
+        line, = ax.plot(df["avg_window"], df["bleu"], marker="o", label=f"{name} (flexible, one point per τ)")
+        for _, p in df.iterrows():
+            tau = "∞" if pd.isna(p["tau"]) else f"{p['tau']:g}"
+            # labels of different variants go above / below their points, so coinciding points stay legible
+            ax.annotate(f"τ={tau}", (p["avg_window"], p["bleu"]), textcoords="offset points",
+                        xytext=(4, 5 if k % 2 == 0 else -11), fontsize=7, color=line.get_color())
+    others = points[(points["attention"] != "flexible") & (points["attention"] != "none")]
+    for _, p in others.iterrows():
+        ax.plot([p["avg_window"]], [p["bleu"]], linestyle="none", marker=markers.get(p["attention"], "o"),
+                markersize=8, label=f"{p['variant']} ({p['attention']})")
+    if mean_src_len is not None:
+        ax.axvline(mean_src_len, color="grey", linestyle="--",
+                   label=f"mean test source length ({mean_src_len:.1f} words)")
+    ax.set_xlabel("average window of vision span (source words scored per step)")
+    ax.set_ylabel("tokenized BLEU (%)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    _save(fig, path)
+
+
+def vision_span(spans: dict, path: Path,
+                title: str = "Vision span per decoding step (Shu & Nakayama 2017, Fig. 4)") -> None:
+    """Per long test sentence, the number of source words scored at each decoding step (mean
+    over live beam hypotheses) for global attention and Flexible Attention at a τ."""
+    if spans.get("missing"):
+        return _empty(path, title, spans["missing"])
+    sentences = spans["sentences"]
+    cols = 2 if len(sentences) > 1 else 1
+    rows = (len(sentences) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 3.4 * rows), squeeze=False)
+    for k, (sid, words) in enumerate(sentences):
+        ax = axes[k // cols][k % cols]
+        for s in spans["series"]:
+            y = s["spans"].get(sid) or []
+            if y:
+                ax.plot(range(1, len(y) + 1), y, marker="." if len(y) <= 30 else None, label=s["label"],
+                        linestyle="-" if s["attention"] == "flexible" else "--")
+        ax.axhline(len(words), color="grey", linestyle=":", label=f"source length ({len(words)} words)")
+        ax.set_ylim(0, len(words) + 2)
+        ax.set_title(f"test sentence {sid} ({len(words)} source words)", fontsize=9)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("beam search step (target position)")
+        ax.set_ylabel("window (source words scored)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    for k in range(len(sentences), rows * cols):
+        axes[k // cols][k % cols].set_axis_off()
     fig.suptitle(title)
     _save(fig, path)

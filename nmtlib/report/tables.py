@@ -1,19 +1,328 @@
-"""Writing tables as CSV (for machines) and Markdown (for people) side by side."""
+"""The papers' tables regenerated with our numbers beside the paper's, as CSV and Markdown.
+
+Each table has the paper's shape: every row of the paper (from :mod:`nmtlib.report.paper`) is
+listed with the paper's numbers, and ``ours_*`` columns beside them are filled from the variant
+(or ensemble) that regenerates the row — the variant's ``paper_row`` config names it. A row that
+no variant of the experiment regenerates keeps an empty "ours". Our numbers are on the
+experiment's own data (said in every table), the paper's on the paper's.
+
+Our numbers are means over the variant's seeds. BLEU is tokenized BLEU (multi-bleu.perl), before
+unknown-word replacement unless the paper's row says "+ unk replace"; Shu's window and RIBES
+come from the same decoding as the BLEU beside them.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from nmtlib.report.collect import ExperimentSpec, Ours, data_description, ensemble_assignments, parse_tau
+from nmtlib.report.paper import TABLES, PaperRow, PaperTable, resolve_paper_row
 
-def write_table(df: pd.DataFrame, path_csv: Path, title: str, notes: str = "") -> None:
+MISSING = "—"
+
+
+def _decimals(column: str) -> int:
+    if "ribes" in column or "aer" in column or "precision" in column or "recall" in column:
+        return 3
+    if column.endswith("_pct") or column.endswith("_ms"):
+        return 1
+    return 2
+
+
+def _md_cell(value: Any, column: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{_decimals(column)}f}"
+    return str(value)
+
+
+def write_table(
+    df: pd.DataFrame, path_csv: Path, title: str, notes: str = "", header: str = "", md_drop: tuple[str, ...] = ()
+) -> None:
+    """``path_csv`` with every column, and a Markdown rendering beside it (``.md``).
+
+    The Markdown leaves out ``md_drop`` columns (constant provenance columns said in ``header``),
+    prints numbers with the papers' precision and missing numbers as an em dash.
+    """
     path_csv.parent.mkdir(parents=True, exist_ok=True)
     tmp = path_csv.with_name(f".{path_csv.name}.tmp")
     df.to_csv(tmp, index=False)
     os.replace(tmp, path_csv)
-    md = f"# {title}\n\n" + (df.to_markdown(index=False, floatfmt=".2f") if not df.empty else "(no rows)") + "\n"
+    shown = df.drop(columns=[c for c in md_drop if c in df.columns])
+    if shown.empty:
+        body = "(no rows)"
+    else:
+        cells = pd.DataFrame({c: [_md_cell(v, c) for v in shown[c]] for c in shown.columns})
+        body = cells.to_markdown(index=False, disable_numparse=True)
+    md = f"# {title}\n\n" + (f"{header}\n\n" if header else "") + body + "\n"
     if notes:
         md += f"\n{notes}\n"
-    path_csv.with_suffix(".md").write_text(md, encoding="utf-8")
+    tmp_md = path_csv.with_name(f".{path_csv.stem}.md.tmp")
+    tmp_md.write_text(md, encoding="utf-8")
+    os.replace(tmp_md, path_csv.with_suffix(".md"))
+
+
+def assignments(spec: ExperimentSpec) -> dict[str, dict[str, list[str]]]:
+    """Table → row key → variants (and ensembles) regenerating that row, in config order."""
+    out: dict[str, dict[str, list[str]]] = {name: {} for name in TABLES}
+    for name, v in spec.variants.items():
+        for table, keys in resolve_paper_row(name, v.get("paper_row") or {}).items():
+            for key in keys:
+                out[table].setdefault(key, []).append(name)
+    for table, ensembles in ensemble_assignments(spec).items():
+        if table in out:
+            for e in ensembles:
+                out[table].setdefault("ensemble", []).append(e)
+    return out
+
+
+class _Builder:
+    """Shared pieces of every paper table: row mapping, provenance, ``ours_from``."""
+
+    def __init__(self, spec: ExperimentSpec, ours: Ours, table: PaperTable):
+        self.spec, self.ours, self.table = spec, ours, table
+        self.mapped = assignments(spec)[table.name]
+        self.data = data_description(spec)
+
+    def names(self, row: PaperRow) -> list[str | None]:
+        return list(self.mapped.get(row.key, [])) or [None]
+
+    def ours_from(self, name: str | None, setting: str | None = None) -> str:
+        if name is None:
+            return ""
+        setting = setting or self.spec.settings[name][0]
+        n = self.ours.runs(name, setting)
+        if name in self.spec.ensembles:
+            runs = "ensemble" if n else "no results"
+        else:
+            runs = f"{n} seed{'s' if n != 1 else ''}" if n else "no results"
+        return f"{name} ({runs}, {setting})"
+
+    def finish(self, row: PaperRow, out: dict[str, Any]) -> dict[str, Any]:
+        out["note"] = "; ".join(x for x in (row.note, out.pop("_note", "")) if x)
+        out["paper_source"] = f"{self.table.citation}" + (f" ({row.source})" if row.source else "")
+        out["experiment"] = self.spec.experiment
+        out["ours_data"] = self.data
+        return out
+
+    def header(self) -> str:
+        t = self.table
+        return (
+            f"Ours: experiment `{self.spec.experiment}` ({self.spec.results}), {self.data}, seeds "
+            f"{self.spec.seeds}.  \nPaper: {t.setting} — {t.citation} (shared/papers/{t.file}).  \n"
+            "Our numbers are on our data, the paper's on the paper's: compare trends (deltas, ratios), "
+            "not values. An empty *ours* means no variant of this experiment regenerates that row "
+            "(a variant names its rows with `paper_row`)."
+        )
+
+    def write(self, df: pd.DataFrame, folder: Path) -> pd.DataFrame:
+        t = self.table
+        # the header says the experiment, the data and the paper; a row's own source stays visible
+        same_source = "paper_source" in df and (df["paper_source"] == t.citation).all()
+        write_table(df, folder / f"{t.name}.csv", f"{t.citation}: {t.title}", t.notes, self.header(),
+                    md_drop=("experiment", "ours_data", *(("paper_source",) if same_source else ())))
+        return df
+
+
+def _delta(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else round(a - b, 4)
+
+
+def progressive_table(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
+    """Luong Tables 1 and 3: ppl and BLEU per system, with the gain over the previous system.
+
+    Our gain is against the nearest previous row of the chain that we regenerate (named in
+    ``ours_delta_vs``): when the experiment skips a row, the gain spans the skipped steps.
+    """
+    b = _Builder(spec, ours, table)
+    rows, previous = [], None  # previous: (row key, our BLEU) of the chain
+    for prow in table.rows:
+        for name in b.names(prow):
+            bleu = ours.value(name, "bleu_unk" if prow.unk_replace else "bleu")
+            out = {
+                "row": prow.key, "section": prow.section, "system": prow.label,
+                "paper_ppl": prow.values.get("ppl"), "ours_ppl": ours.value(name, "ppl"),
+                "paper_bleu": prow.values.get("bleu"), "ours_bleu": bleu,
+                "paper_delta": prow.delta, "ours_delta": None, "ours_delta_vs": "",
+                "unk_replaced": prow.unk_replace, "ours_from": b.ours_from(name),
+            }
+            if prow.progressive and bleu is not None:
+                if previous is not None:
+                    out["ours_delta"] = _delta(bleu, previous[1])
+                    out["ours_delta_vs"] = previous[0]
+            rows.append(b.finish(prow, out))
+        if prow.progressive:
+            got = [r["ours_bleu"] for r in rows if r["row"] == prow.key and r["ours_bleu"] is not None]
+            if got:
+                previous = (prow.key, got[0])
+    return pd.DataFrame(rows)
+
+
+def luong_table4(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
+    """Attentional architectures: ppl, BLEU before and after unknown-word replacement."""
+    b = _Builder(spec, ours, TABLES["luong_table4"])
+    rows = []
+    for prow in b.table.rows:
+        for name in b.names(prow):
+            before, after = ours.value(name, "bleu"), ours.value(name, "bleu_unk")
+            rows.append(b.finish(prow, {
+                "row": prow.key, "system": prow.label,
+                "paper_ppl": prow.values.get("ppl"), "ours_ppl": ours.value(name, "ppl"),
+                "paper_bleu": prow.values.get("bleu"), "ours_bleu": before,
+                "paper_bleu_unk": prow.values.get("bleu_unk"), "ours_bleu_unk": after,
+                "paper_unk_gain": prow.delta, "ours_unk_gain": _delta(after, before),
+                "ours_from": b.ours_from(name),
+            }))
+    return pd.DataFrame(rows)
+
+
+def luong_table6(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
+    b = _Builder(spec, ours, TABLES["luong_table6"])
+    rows = []
+    for prow in b.table.rows:
+        for name in b.names(prow):
+            out = {
+                "row": prow.key, "method": prow.label,
+                "paper_aer": prow.values.get("aer"), "ours_aer": ours.value(name, "aer"),
+                "ours_precision": ours.value(name, "aer_precision"), "ours_recall": ours.value(name, "aer_recall"),
+                "ours_from": b.ours_from(name),
+            }
+            if name in spec.ensembles:
+                out["_note"] = "ours: AER is scored per model (forced decoding of one model); not for ensembles"
+            elif name is not None and not spec.aer:
+                out["_note"] = "ours: the experiment has no gold alignments"
+            rows.append(b.finish(prow, out))
+    return pd.DataFrame(rows)
+
+
+def bahdanau_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
+    b = _Builder(spec, ours, TABLES["bahdanau_table1"])
+    rows = []
+    for prow in b.table.rows:
+        for name in b.names(prow):
+            no_unk_n = ours.value(name, "no_unk_sentences")
+            rows.append(b.finish(prow, {
+                "row": prow.key, "model": prow.label,
+                "paper_bleu_all": prow.values.get("bleu_all"), "ours_bleu_all": ours.value(name, "bleu"),
+                "paper_bleu_no_unk": prow.values.get("bleu_no_unk"), "ours_bleu_no_unk": ours.value(name, "bleu_no_unk"),
+                "ours_no_unk_sentences": None if no_unk_n is None else int(no_unk_n),
+                "ours_from": b.ours_from(name),
+            }))
+    return pd.DataFrame(rows)
+
+
+def _tau_text(tau: float | None) -> str:
+    return "∞" if tau is None else f"{tau:g}"
+
+
+def shu_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
+    """Window, BLEU and RIBES per model and τ; our other τ settings follow as rows of their own."""
+    b = _Builder(spec, ours, TABLES["shu_table1"])
+    rows: list[dict[str, Any]] = []
+    shown: set[tuple[str, str]] = set()
+    flexible: list[str] = []  # mapped flexible variants, for the extra τ rows
+
+    def ours_cells(name: str | None, setting: str | None) -> dict[str, Any]:
+        if name is None or setting is None:
+            return {"ours_window": None, "ours_bleu": None, "ours_ribes": None}
+        return {"ours_window": ours.value(name, "avg_window", setting),
+                "ours_bleu": ours.value(name, "bleu_unk", setting),
+                "ours_ribes": ours.value(name, "ribes", setting)}
+
+    for prow in b.table.rows:
+        for name in b.names(prow):
+            setting = ours.setting(name, prow.tau) if name else None
+            out = {"row": prow.key, "model": prow.label, "tau": _tau_text(prow.tau)}
+            out.update({f"paper_{k}": prow.values.get(k) for k in
+                        ("en_ja_window", "en_ja_bleu", "en_ja_ribes", "de_en_window", "de_en_bleu")})
+            out.update(ours_cells(name, setting))
+            out["ours_from"] = b.ours_from(name, setting) if setting else ""
+            if name is not None and setting is None:
+                out["_note"] = f"ours: {name} was not decoded with τ={_tau_text(prow.tau)}"
+            if name is not None and setting is not None:
+                shown.add((name, setting))
+                if spec.variants.get(name, {}).get("model", {}).get("attention") == "flexible" and name not in flexible:
+                    flexible.append(name)
+            rows.append(b.finish(prow, out))
+    for name in flexible:
+        for setting in spec.settings[name]:
+            if (name, setting) in shown:
+                continue
+            tau = parse_tau(setting)
+            out = {"row": f"{name}@tau{_tau_text(tau)}", "model": f"{name} (τ={_tau_text(tau)}), not in the paper",
+                   "tau": _tau_text(tau)}
+            out.update(ours_cells(name, setting))
+            out["ours_from"] = b.ours_from(name, setting)
+            rows.append(b.finish(PaperRow(out["row"], out["model"], {}), out))
+    df = pd.DataFrame(rows)
+    global_window = next((r["ours_window"] for r in rows if r["row"] == "global" and r["ours_window"]), None)
+    df.insert(df.columns.get_loc("ours_ribes") + 1, "ours_window_change_pct", [
+        None if global_window is None or w is None else round(100 * (w - global_window) / global_window, 2)
+        for w in df["ours_window"]])
+    return df
+
+
+def _nearest_setting(ours: Ours, name: str, tau: float | None) -> str | None:
+    """The setting with the paper's τ, else the nearest finite τ decoded, else τ = ∞."""
+    exact = ours.setting(name, tau)
+    if exact or tau is None:
+        return exact
+    finite = [t for t in ours.taus(name) if t is not None]
+    return ours.setting(name, min(finite, key=lambda t: abs(t - tau))) if finite else ours.setting(name, None)
+
+
+def shu_table3(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
+    """Decode time per sentence; ratios to Global compare across hardware."""
+    b = _Builder(spec, ours, TABLES["shu_table3"])
+    rows = []
+    for prow in b.table.rows:
+        for name in b.names(prow):
+            setting = _nearest_setting(ours, name, prow.tau) if name else None
+            device = ours.devices(name, setting) if setting else None
+            rows.append(b.finish(prow, {
+                "row": prow.key, "model": prow.label,
+                "paper_gpu_ms": prow.values.get("gpu_ms"), "paper_cpu_ms": prow.values.get("cpu_ms"),
+                "ours_ms": ours.value(name, "time_ms", setting) if setting else None,
+                "ours_device": device or ("not recorded" if setting and ours.runs(name, setting) else ""),
+                "ours_from": b.ours_from(name, setting) if setting else "",
+            }))
+    known = {r["ours_device"] for r in rows if r["ours_ms"] is not None}
+    if len(known) > 1:
+        for r in rows:
+            if r["ours_ms"] is not None:
+                r["note"] = "; ".join(x for x in (r["note"], "ours: timed on different or unrecorded devices, "
+                                                  "so the ratio to Global is not comparable") if x)
+    df = pd.DataFrame(rows)
+    ref = df[df.row == "global"].iloc[0]
+    for col, out in (("paper_gpu_ms", "paper_gpu_vs_global"), ("paper_cpu_ms", "paper_cpu_vs_global"),
+                     ("ours_ms", "ours_vs_global")):
+        base = ref[col]
+        df.insert(df.columns.get_loc("ours_from"), out,
+                  [None if base is None or v is None or pd.isna(base) or pd.isna(v) else round(v / base, 3)
+                   for v in df[col]])
+    return df
+
+
+def write_paper_tables(spec: ExperimentSpec, folder: Path) -> dict[str, pd.DataFrame]:
+    """Every paper table of :data:`nmtlib.report.paper.TABLES` under ``folder`` (CSV + Markdown)."""
+    ours = Ours(spec)
+    built = {
+        "luong_table1": progressive_table(spec, ours, TABLES["luong_table1"]),
+        "luong_table3": progressive_table(spec, ours, TABLES["luong_table3"]),
+        "luong_table4": luong_table4(spec, ours),
+        "luong_table6": luong_table6(spec, ours),
+        "bahdanau_table1": bahdanau_table1(spec, ours),
+        "shu_table1": shu_table1(spec, ours),
+        "shu_table3": shu_table3(spec, ours),
+    }
+    for name, df in built.items():
+        _Builder(spec, ours, TABLES[name]).write(df, folder)
+    return built

@@ -38,6 +38,7 @@ from tqdm import tqdm
 from nmtlib.config import VariantConfig
 from nmtlib.data.batching import Batch, ParallelData, collate, length_sorted_batches, sequential_batches
 from nmtlib.data.vocab import PAD_ID, Vocabulary
+from nmtlib.metrics.perplexity import perplexity
 from nmtlib.models.builder import build_model, count_parameters, init_uniform
 from nmtlib.models.seq2seq import Seq2Seq
 from nmtlib.train import checkpoint
@@ -129,10 +130,6 @@ def evaluate_nll(model: Seq2Seq, data: ParallelData, batch_size: int, device: to
         tokens += batch.target_tokens
     model.train(was_training)
     return total, tokens
-
-
-def perplexity(nll: float, tokens: int) -> float:
-    return math.exp(nll / tokens) if tokens else float("nan")
 
 
 class _Preemption:
@@ -324,10 +321,15 @@ class Trainer:
 
     def _evaluate(self, model, log, epoch, step, lr, nll_sum, tok_sum, speed, best) -> float:
         dev_nll, dev_tokens = evaluate_nll(model, self.dev_data, self.cfg.batch_size, self.device)
+        if not math.isfinite(dev_nll):
+            raise TrainingError(
+                f"dev loss became {dev_nll} at epoch {epoch}, step {step}: the model diverged; "
+                f"{self.paths.last} holds the last good state. Lower train.lr or train.clip and start again"
+            )
         dev_ppl = perplexity(dev_nll, dev_tokens)
         log.append({
             "epoch": epoch, "step": step, "lr": learning_rate(self.cfg, max(1, epoch)),
-            "train_ppl": round(perplexity(nll_sum, tok_sum), 4) if tok_sum else "",
+            "train_ppl": round(perplexity(nll_sum, tok_sum), 4) if tok_sum and math.isfinite(nll_sum) else "",
             "dev_ppl": round(dev_ppl, 4), "target_tokens_per_s": round(speed, 1),
             "elapsed_s": round(self._elapsed(), 1),
         })

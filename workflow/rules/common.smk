@@ -127,10 +127,6 @@ def report_spec():
     }, sort_keys=True)
 
 
-REPORT_TABLES = ["summary"]
-REPORT_FIGURES = ["learning_curves", "bleu_by_length", "attention_heatmaps"]
-
-
 def final_outputs():
     return [
         *[f"{R}/tables/{t}.csv" for t in REPORT_TABLES],

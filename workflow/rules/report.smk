@@ -1,10 +1,24 @@
 # Tables (CSV + Markdown) and figures (PNG) of the experiment, each with a caption for
-# `snakemake --report`.
+# `snakemake --report`. Each name below has a caption in workflow/report/<name>.rst. The lists
+# come from `nmtlib report` itself, so the rule's outputs are exactly what the command writes.
+from nmtlib.commands.report import FIGURES as REPORT_FIGURES
+from nmtlib.commands.report import TABLES as REPORT_TABLES
+
+
+def translation_details():
+    """Per-sentence decoding details (time, window per step) of every translation."""
+    return [
+        f"{R}/translations/{name}/{run}/test.{s}.jsonl"
+        for name in [*VARIANTS, *ENSEMBLES]
+        for run in runs(name)
+        for s in decode_settings(name)
+    ]
 
 
 rule make_report:
     input:
         scores=score_files(),
+        translations=translation_details(),
         ppl=ppl_files(),
         aer=aer_files(),
         attention=attention_files(),

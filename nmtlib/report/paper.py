@@ -1,0 +1,259 @@
+"""The papers' reported numbers, in one place, each with its source (paper, table, file).
+
+Every table of :mod:`nmtlib.report.tables` is built from one :class:`PaperTable` below: its rows
+are the paper's rows, in the paper's order, with the paper's numbers. A variant of an experiment
+says which row(s) it regenerates with its ``paper_row`` config entry, a mapping from table name
+to a row key (or a list of keys)::
+
+    variants:
+      local-p-general-feed:
+        paper_row:
+          luong_table1: [local-p-general-feed, unk]   # row "… local-p (general) + feed" and "+ unk replace"
+          luong_table4: local-p-general
+          luong_table6: local-p-general
+
+Row keys are the short ``key`` of each :class:`PaperRow` (or one of its ``aliases``); the
+paper's own row text is accepted too (case, spaces, ``τ``/``tau`` and ``∞``/``inf`` are ignored).
+The transcriptions come from the text versions of the papers in ``shared/papers/``; numbers the
+papers print with a qualifier (``>7.0``, ``x``) are kept as ``None`` with the qualifier in
+``note``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+LUONG = "Luong et al. 2015"
+BAHDANAU = "Bahdanau et al. 2015"
+SHU = "Shu & Nakayama 2017"
+LUONG_FILE = "luong2015-effective-approaches.txt"
+SHU_FILE = "shu2017-flexible-attention.txt"
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    key: str  #: short handle used in ``paper_row`` configs
+    label: str  #: the paper's row text
+    values: dict[str, float | None]  #: metric → the paper's number (None: not reported)
+    section: str = ""  #: the paper's row group (e.g. "Our NMT systems")
+    progressive: bool = False  #: part of a chain of rows each adding to the previous (deltas)
+    delta: float | None = None  #: the paper's printed improvement over the previous row
+    unk_replace: bool = False  #: BLEU of this row is after unknown-word replacement
+    tau: float | None = None  #: Flexible Attention threshold of the row (None: τ = ∞)
+    aliases: tuple[str, ...] = ()
+    note: str = ""  #: qualifiers the paper prints instead of a number
+    source: str = ""  #: where in the paper, when not the table itself (e.g. a footnote)
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    name: str  #: file name of the regenerated table, e.g. ``luong_table1``
+    paper: str
+    table: str  #: e.g. "Table 1"
+    title: str
+    setting: str  #: the paper's data and metric
+    file: str  #: text of the paper in shared/papers/
+    rows: tuple[PaperRow, ...]
+    notes: str = ""
+
+    @property
+    def citation(self) -> str:
+        return f"{self.paper}, {self.table}"
+
+    def find(self, handle: str) -> list[PaperRow]:
+        """Rows a ``paper_row`` handle names (a key, an alias or the paper's label)."""
+        h = normalise(handle)
+        return [r for r in self.rows if h in {normalise(r.key), normalise(r.label), *map(normalise, r.aliases)}]
+
+    def handles(self) -> list[str]:
+        return [r.key for r in self.rows] + sorted({a for r in self.rows for a in r.aliases})
+
+
+def normalise(text: str) -> str:
+    text = text.lower().replace("τ", "tau").replace("∞", "inf").replace("–", "-")
+    return re.sub(r"[\s_]+", "", text)
+
+
+def _r(key: str, label: str, section: str = "", **kw: Any) -> PaperRow:
+    values = {k: kw.pop(k) for k in list(kw) if k in METRIC_NAMES}
+    return PaperRow(key, label, values, section, **kw)
+
+
+METRIC_NAMES = {
+    "ppl", "bleu", "bleu_unk", "aer", "bleu_all", "bleu_no_unk", "en_ja_window", "en_ja_bleu", "en_ja_ribes",
+    "de_en_window", "de_en_bleu", "gpu_ms", "cpu_ms",
+}
+
+_OURS = "Our NMT systems"
+
+LUONG_TABLE1 = PaperTable(
+    "luong_table1", LUONG, "Table 1", "WMT'14 English-German results (progressive improvements)",
+    "WMT'14 En→De, newstest2014; perplexity and tokenized BLEU (multi-bleu.perl)", LUONG_FILE,
+    (
+        _r("wmt14-winner", "Winning WMT'14 system – phrase-based + large LM (Buck et al., 2014)", "WMT'14 system",
+           ppl=None, bleu=20.7),
+        _r("rnnsearch-jean", "RNNsearch (Jean et al., 2015)", "Existing NMT systems", ppl=None, bleu=16.5),
+        _r("rnnsearch-jean-unk", "RNNsearch + unk replace (Jean et al., 2015)", "Existing NMT systems",
+           ppl=None, bleu=19.0, unk_replace=True),
+        _r("rnnsearch-jean-ensemble",
+           "RNNsearch + unk replace + large vocab + ensemble 8 models (Jean et al., 2015)", "Existing NMT systems",
+           ppl=None, bleu=21.6, unk_replace=True),
+        _r("base", "Base", _OURS, ppl=10.6, bleu=11.3, progressive=True),
+        _r("reverse", "Base + reverse", _OURS, ppl=9.9, bleu=12.6, progressive=True, delta=1.3),
+        _r("dropout", "Base + reverse + dropout", _OURS, ppl=8.1, bleu=14.0, progressive=True, delta=1.4),
+        _r("global-location", "Base + reverse + dropout + global attention (location)", _OURS,
+           ppl=7.3, bleu=16.8, progressive=True, delta=2.8),
+        _r("feed", "Base + reverse + dropout + global attention (location) + feed input", _OURS,
+           ppl=6.4, bleu=18.1, progressive=True, delta=1.3, aliases=("global-location-feed",)),
+        _r("local-p-general-feed", "Base + reverse + dropout + local-p attention (general) + feed input", _OURS,
+           ppl=5.9, bleu=19.0, progressive=True, delta=0.9, aliases=("local-p",)),
+        _r("unk", "Base + reverse + dropout + local-p attention (general) + feed input + unk replace", _OURS,
+           ppl=None, bleu=20.9, progressive=True, delta=1.9, unk_replace=True),
+        _r("ensemble", "Ensemble 8 models + unk replace", _OURS, ppl=None, bleu=23.0, progressive=True, delta=2.1,
+           unk_replace=True),
+    ),
+    notes="Paper deltas are the paper's printed gains between consecutive rows of its own systems.",
+)
+
+LUONG_TABLE3 = PaperTable(
+    "luong_table3", LUONG, "Table 3", "WMT'15 German-English results (progressive improvements)",
+    "WMT'15 De→En, newstest2015; perplexity and tokenized BLEU", LUONG_FILE,
+    (
+        _r("wmt15-sota", "SOTA – phrase-based (Edinburgh)", "WMT'15 systems", ppl=None, bleu=29.2),
+        _r("mila-rerank", "NMT + 5-gram rerank (MILA)", "WMT'15 systems", ppl=None, bleu=27.6),
+        _r("base-reverse", "Base (reverse)", _OURS, ppl=14.3, bleu=16.9, progressive=True, aliases=("base",)),
+        _r("global-location", "+ global (location)", _OURS, ppl=12.7, bleu=19.1, progressive=True, delta=2.2),
+        _r("global-location-feed", "+ global (location) + feed", _OURS, ppl=10.9, bleu=20.1, progressive=True,
+           delta=1.0, aliases=("feed",)),
+        _r("global-dot-drop-feed", "+ global (dot) + drop + feed", _OURS, ppl=9.7, bleu=22.8, progressive=True,
+           delta=2.7),
+        _r("unk", "+ global (dot) + drop + feed + unk", _OURS, ppl=None, bleu=24.9, progressive=True, delta=2.1,
+           unk_replace=True),
+    ),
+    notes="The base system already reverses the source; each row adds to the previous one.",
+)
+
+LUONG_TABLE4 = PaperTable(
+    "luong_table4", LUONG, "Table 4", "Attentional architectures",
+    "WMT'14 En→De, newstest2014; every model with reverse + dropout + feed input; tokenized BLEU",
+    LUONG_FILE,
+    (
+        _r("global-location", "global (location)", ppl=6.4, bleu=18.1, bleu_unk=19.3, delta=1.2),
+        _r("global-dot", "global (dot)", ppl=6.1, bleu=18.6, bleu_unk=20.5, delta=1.9),
+        _r("global-general", "global (general)", ppl=6.1, bleu=17.3, bleu_unk=19.1, delta=1.8),
+        _r("local-m-dot", "local-m (dot)", ppl=None, bleu=None, bleu_unk=None,
+           note="ppl >7.0 (two models trained); BLEU not reported (x)"),
+        _r("local-m-general", "local-m (general)", ppl=6.2, bleu=18.6, bleu_unk=20.4, delta=1.8),
+        _r("local-p-dot", "local-p (dot)", ppl=6.6, bleu=18.0, bleu_unk=19.6, delta=1.9,
+           note="the paper prints (+1.9), but 19.6 − 18.0 = 1.6"),
+        _r("local-p-general", "local-p (general)", ppl=5.9, bleu=19.0, bleu_unk=20.9, delta=1.9),
+        _r("global-concat", "global (concat)", ppl=6.7, bleu=None, bleu_unk=None,
+           note="ppl only (footnote 15)", source="Table 4, footnote 15"),
+        _r("local-m-concat", "local-m (concat)", ppl=7.1, bleu=None, bleu_unk=None,
+           note="ppl only (footnote 15)", source="Table 4, footnote 15"),
+        _r("local-p-concat", "local-p (concat)", ppl=7.1, bleu=None, bleu_unk=None,
+           note="ppl only (footnote 15)", source="Table 4, footnote 15"),
+    ),
+    notes="unk gain: BLEU after minus before unknown-word replacement (the paper's number in parentheses).",
+)
+
+LUONG_TABLE6 = PaperTable(
+    "luong_table6", LUONG, "Table 6", "AER of attention alignments",
+    "RWTH English-German gold alignments of 508 Europarl sentences; one-to-one links from forced decoding",
+    LUONG_FILE,
+    (
+        _r("global-location", "global (location)", aer=0.39),
+        _r("local-m-general", "local-m (general)", aer=0.34),
+        _r("local-p-general", "local-p (general)", aer=0.36),
+        _r("ensemble", "ensemble", aer=0.34),
+        _r("berkeley", "Berkeley Aligner", aer=0.32, note="one-to-many alignments of a word aligner"),
+    ),
+)
+
+_BAHDANAU_EXPLAINER = "bahdanau2015-explainer.txt"
+_BAHDANAU_ARXIV = "Table 1 of arXiv:1409.0473 (the explainer in shared/papers does not print this number)"
+
+BAHDANAU_TABLE1 = PaperTable(
+    "bahdanau_table1", BAHDANAU, "Table 1", "RNNencdec vs RNNsearch on all and on no-UNK sentences",
+    "WMT'14 En→Fr test set (news-test-2014); BLEU on all sentences and on sentences without unknown words",
+    _BAHDANAU_EXPLAINER,
+    (
+        _r("rnnencdec-30", "RNNencdec-30", bleu_all=13.93, bleu_no_unk=24.19, source=_BAHDANAU_ARXIV),
+        _r("rnnsearch-30", "RNNsearch-30", bleu_all=21.50, bleu_no_unk=31.44,
+           source="all: explainer; no UNK: " + _BAHDANAU_ARXIV),
+        _r("rnnencdec-50", "RNNencdec-50", bleu_all=17.82, bleu_no_unk=26.71, aliases=("rnnencdec",),
+           source="all: explainer; no UNK: " + _BAHDANAU_ARXIV),
+        _r("rnnsearch-50", "RNNsearch-50", bleu_all=26.75, bleu_no_unk=34.16, aliases=("rnnsearch",),
+           source="all: explainer; no UNK: " + _BAHDANAU_ARXIV),
+        _r("rnnsearch-50-star", "RNNsearch-50* (trained longer)", bleu_all=28.45, bleu_no_unk=36.15),
+        _r("moses", "Moses (phrase-based)", bleu_all=33.30, bleu_no_unk=35.63),
+    ),
+    notes="No UNK: sentences whose source and reference have no out-of-vocabulary word; BLEU before any "
+          "unknown-word replacement (the paper has none).",
+)
+
+SHU_TABLE1 = PaperTable(
+    "shu_table1", SHU, "Table 1", "Window of vision span and accuracy of Flexible Attention",
+    "En→Ja (ASPEC; BLEU and RIBES with KyTea) and De→En (WMT'15 newstest2015; tokenized BLEU); beam 20",
+    SHU_FILE,
+    (
+        _r("global", "Global Attention baseline", en_ja_window=24.4, en_ja_bleu=34.87, en_ja_ribes=0.810,
+           de_en_window=20.7, de_en_bleu=20.62),
+        _r("local", "Local Attention baseline", en_ja_window=18.4, en_ja_bleu=34.52, en_ja_ribes=0.809,
+           de_en_window=15.7, de_en_bleu=21.09),
+        _r("flexible-inf", "Flexible Attention (τ=∞)", en_ja_window=24.4, en_ja_bleu=35.01, en_ja_ribes=0.814,
+           de_en_window=20.7, de_en_bleu=21.31, aliases=("flexible",)),
+        _r("flexible-1.2", "Flexible Attention (τ=1.2)", en_ja_window=16.4, en_ja_bleu=34.90, en_ja_ribes=0.812,
+           de_en_window=7.8, de_en_bleu=21.11, tau=1.2, aliases=("flexible",)),
+        _r("finetuned-1.2", "+ fine-tuning (τ=1.2)", en_ja_window=10.7, en_ja_bleu=34.78, en_ja_ribes=0.807,
+           de_en_window=7.4, de_en_bleu=20.79, tau=1.2, aliases=("finetuned", "fine-tuned", "fine-tuning")),
+    ),
+    notes="window: mean number of source positions whose score is computed per decoding step and hypothesis "
+          "(Global computes all of them). The paper's fine-tuned model cuts the window by 56% (En→Ja) and "
+          "64% (De→En) against Global.",
+)
+
+SHU_TABLE3 = PaperTable(
+    "shu_table3", SHU, "Table 3", "Average decoding time per sentence",
+    "char-level En→Ja, 5,000 sentences, reference tokens fed back (forced), GPU: GTX TITAN X, "
+    "CPU: i7-5960X single core (Theano)", SHU_FILE,
+    (
+        _r("global", "Global Attention", gpu_ms=123.0, cpu_ms=751.0),
+        _r("flexible", "Flexible Attention (fine-tuned, τ=1.0)", gpu_ms=136.0, cpu_ms=677.0, tau=1.0,
+           aliases=("finetuned", "fine-tuned", "flexible-1.0")),
+    ),
+)
+
+TABLES: dict[str, PaperTable] = {
+    t.name: t
+    for t in (LUONG_TABLE1, LUONG_TABLE3, LUONG_TABLE4, LUONG_TABLE6, BAHDANAU_TABLE1, SHU_TABLE1, SHU_TABLE3)
+}
+
+
+class PaperRowError(ValueError):
+    """A ``paper_row`` entry names a table or a row that does not exist."""
+
+
+def resolve_paper_row(variant: str, paper_row: dict[str, Any]) -> dict[str, list[str]]:
+    """Table name → keys of the rows a variant regenerates; unknown tables or rows raise."""
+    out: dict[str, list[str]] = {}
+    for table_name, value in (paper_row or {}).items():
+        table = TABLES.get(table_name)
+        if table is None:
+            raise PaperRowError(f"variants.{variant}.paper_row: unknown table {table_name!r}; "
+                                f"tables: {sorted(TABLES)}")
+        handles = [value] if isinstance(value, str) else value
+        if not isinstance(handles, list) or not all(isinstance(h, str) for h in handles):
+            raise PaperRowError(f"variants.{variant}.paper_row.{table_name}: give a row key or a list of row keys, "
+                                f"not {value!r}")
+        keys: list[str] = []
+        for h in handles:
+            rows = table.find(h)
+            if not rows:
+                raise PaperRowError(f"variants.{variant}.paper_row.{table_name}: no row {h!r}; rows: "
+                                    f"{table.handles()}")
+            keys += [r.key for r in rows if r.key not in keys]
+        out[table_name] = keys
+    return out

@@ -1,0 +1,51 @@
+"""Shared fixtures: small versions of every architecture, and a tiny real corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+SMALL = {"embedding_size": 24, "hidden_size": 24}
+
+#: every architecture of the three papers at toy size (name → variant options)
+ALL_VARIANTS: dict[str, dict] = {
+    "base": dict(SMALL, layers=2, attention="none", input_feed=False),
+    "base-reverse-dropout": dict(SMALL, layers=2, attention="none", input_feed=False, reverse_source=True, dropout=0.2),
+    "global-dot": dict(SMALL, layers=2, attention="global", score="dot", input_feed=False),
+    "global-general-feed": dict(SMALL, layers=2, attention="global", score="general", input_feed=True),
+    "global-concat-feed": dict(SMALL, layers=1, attention="global", score="concat", input_feed=True),
+    "global-location-feed": dict(SMALL, layers=1, attention="global", score="location", input_feed=True, max_positions=60),
+    "local-m-general-feed": dict(SMALL, layers=1, attention="local-m", score="general", window=3),
+    "local-p-general-feed": dict(SMALL, layers=1, attention="local-p", score="general", window=3),
+    "local-p-dot": dict(SMALL, layers=1, attention="local-p", score="dot", input_feed=False, window=3),
+    "rnnsearch": dict(SMALL, arch="rnnsearch", output_size=16),
+    "rnnencdec": dict(SMALL, arch="rnnsearch", attention="none", output="attentional"),
+    "shu-global": dict(SMALL, arch="shu", output_size=16),
+    "shu-flexible": dict(SMALL, arch="shu", attention="flexible", output_size=16),
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus(tmp_path_factory) -> Path:
+    """A small synthetic corpus with vocabularies, generated once per test session."""
+    from nmtlib.data.batching import read_lines
+    from nmtlib.data.synthetic import write_corpus
+    from nmtlib.data.vocab import Vocabulary
+
+    out = tmp_path_factory.mktemp("corpus")
+    write_corpus(out, seed=7, sizes={"train": 400, "dev": 40, "test": 40})
+    for side in ("src", "tgt"):
+        Vocabulary.build(read_lines(out / f"train.{side}"), None).save(out / f"vocab.{side}")
+    return out
+
+
+def pytest_configure(config):
+    # One intra-op thread: tests run beside other jobs, and oversubscribed OpenMP threads spin
+    # (training ran 5x slower with 2 threads on a loaded 2-core machine).
+    import torch
+
+    torch.set_num_threads(1)

@@ -1,0 +1,253 @@
+"""Training and decoding engine: exact resume after SIGKILL, checkpoint on SIGTERM, the
+papers' schedules, beam search = greedy at beam 1, ensembles, batch vs single decoding."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmtlib.config import TrainConfig, resolve_variant
+from nmtlib.data.batching import ParallelData, collate, length_sorted_batches
+from nmtlib.data.vocab import Vocabulary
+from nmtlib.decode.beam import Ensemble, beam_search, greedy_search
+from nmtlib.train import checkpoint
+from nmtlib.train.schedule import learning_rate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SPEC = {
+    "name": "g",
+    "options": {
+        "embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global", "score": "general",
+        "dropout": 0.1,  # dropout draws from the RNG: resuming must restore it too
+        "train": {"optimizer": "adam", "lr": 0.01, "loss_norm": "tokens", "batch_size": 16, "epochs": 2,
+                  "checkpoint_every": 3, "decay_start": 2},
+    },
+}
+
+
+def train_cmd(corpus: Path, out: Path, spec: dict = SPEC) -> list[str]:
+    return [
+        sys.executable, "-m", "nmtlib", "train", "--variant-json", json.dumps(spec), "--threads", "1",
+        "--train-src", str(corpus / "train.src"), "--train-tgt", str(corpus / "train.tgt"),
+        "--dev-src", str(corpus / "dev.src"), "--dev-tgt", str(corpus / "dev.tgt"),
+        "--src-vocab", str(corpus / "vocab.src"), "--tgt-vocab", str(corpus / "vocab.tgt"),
+        "--out-dir", str(out), "--no-progress",
+    ]
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    return checkpoint.load(path)["model"]
+
+
+def assert_same_weights(a: Path, b: Path) -> None:
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        assert torch.equal(wa[k], wb[k]), k
+
+
+def wait_for_step(last: Path, proc: subprocess.Popen, min_step: int, timeout: float = 300) -> int:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if last.exists():
+            try:
+                step = checkpoint.load(last)["step"]
+            except Exception:  # noqa: BLE001 — being replaced right now; atomic rename makes this rare
+                step = -1
+            if step >= min_step:
+                return step
+        if proc.poll() is not None:
+            pytest.fail(f"training ended (code {proc.returncode}) before step {min_step}")
+        time.sleep(0.05)
+    pytest.fail("timed out waiting for a checkpoint")
+
+
+@pytest.fixture(scope="module")
+def reference_run(tiny_corpus, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("uninterrupted")
+    subprocess.run(train_cmd(tiny_corpus, out), check=True, capture_output=True, timeout=600)
+    return out
+
+
+def test_sigkill_mid_epoch_then_resume_gives_identical_weights(tiny_corpus, reference_run, tmp_path):
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(train_cmd(tiny_corpus, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    step = wait_for_step(out / "checkpoints" / "last.pt", proc, 6)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (out / "model.pt").exists(), "the run was meant to be killed before finishing"
+    resumed = subprocess.run(train_cmd(tiny_corpus, out), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming from" in resumed.stderr and step > 0
+    assert_same_weights(out / "checkpoints" / "last.pt", reference_run / "checkpoints" / "last.pt")
+    assert_same_weights(out / "model.pt", reference_run / "model.pt")
+    # the learning curve is the same too (one row per epoch)
+    assert (out / "train_log.csv").read_text().count("\n") == (reference_run / "train_log.csv").read_text().count("\n")
+
+
+def test_sigterm_writes_checkpoint_exits_143_and_resumes(tiny_corpus, reference_run, tmp_path):
+    out = tmp_path / "preempted"
+    proc = subprocess.Popen(train_cmd(tiny_corpus, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_step(out / "checkpoints" / "last.pt", proc, 3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("training finished before SIGTERM arrived")
+    assert proc.returncode == 143, err
+    assert "SIGTERM: checkpoint written" in err
+    subprocess.run(train_cmd(tiny_corpus, out), check=True, capture_output=True, timeout=600)
+    assert_same_weights(out / "model.pt", reference_run / "model.pt")
+
+
+def test_changed_config_does_not_resume_stale_checkpoint(tiny_corpus, reference_run, tmp_path):
+    out = tmp_path / "changed"
+    subprocess.run(train_cmd(tiny_corpus, out), check=True, capture_output=True, timeout=600)
+    spec = json.loads(json.dumps(SPEC))
+    spec["options"]["train"]["lr"] = 0.02
+    run = subprocess.run(train_cmd(tiny_corpus, out, spec), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and "belongs to another configuration" in run.stderr
+    assert (out / "checkpoints" / "last.stale.pt").exists()
+
+
+def test_divergence_stops_with_clear_error_and_keeps_last_checkpoint(tiny_corpus, tmp_path):
+    spec = json.loads(json.dumps(SPEC))
+    # plain SGD at an absurd rate with no effective clipping overflows within a few steps
+    spec["options"]["train"].update(optimizer="sgd", lr=1e38, clip=1e38, checkpoint_every=1, init_range=0.1)
+    run = subprocess.run(train_cmd(tiny_corpus, tmp_path, spec), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 2
+    assert "loss became" in run.stderr and "last good state" in run.stderr
+    if (tmp_path / "checkpoints" / "last.pt").exists():
+        state = checkpoint.load(tmp_path / "checkpoints" / "last.pt")
+        assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
+
+
+def test_luong_and_shu_schedules():
+    luong = TrainConfig()  # halve every epoch after epoch 5
+    assert [learning_rate(luong, e) for e in range(1, 9)] == [1, 1, 1, 1, 1, 0.5, 0.25, 0.125]
+    dropout = resolve_variant("d", {"dropout": 0.2}).train  # 12 epochs, halving after epoch 8
+    assert dropout.epochs == 12 and learning_rate(dropout, 8) == 1 and learning_rate(dropout, 9) == 0.5
+    shu = resolve_variant("s", {"arch": "shu", "train": {"preset": "shu"}}).train
+    assert (shu.optimizer, shu.lr, shu.epochs, shu.clip, shu.batch_size) == ("adam", 1e-4, 6, 3.0, 64)
+    assert learning_rate(shu, 3) == 1e-4 and learning_rate(shu, 4) == 5e-5  # halve from epoch 4
+    over = resolve_variant("o", {"train": {"preset": "shu", "batch_size": 8}}).train
+    assert over.batch_size == 8 and over.optimizer == "adam"  # any field overridable
+
+
+def test_batches_are_length_sorted_and_order_depends_on_seed_and_epoch(tiny_corpus):
+    sv, tv = Vocabulary.load(tiny_corpus / "vocab.src"), Vocabulary.load(tiny_corpus / "vocab.tgt")
+    data = ParallelData.load(tiny_corpus / "train.src", tiny_corpus / "train.tgt", sv, tv)
+    a = length_sorted_batches(data, 32, seed=1, epoch=1)
+    assert a == length_sorted_batches(data, 32, seed=1, epoch=1)
+    assert a != length_sorted_batches(data, 32, seed=1, epoch=2)
+    assert sorted(i for b in a for i in b) == list(range(len(data)))
+    spans = [max(len(data.tgt[i]) for i in b) - min(len(data.tgt[i]) for i in b) for b in a]
+    assert sum(spans) / len(spans) <= 2  # similar lengths within a batch
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained(tiny_corpus, reference_run):
+    from nmtlib.decode.translate import load_model
+
+    sv, tv = Vocabulary.load(tiny_corpus / "vocab.src"), Vocabulary.load(tiny_corpus / "vocab.tgt")
+    data = ParallelData.load(tiny_corpus / "test.src", None, sv, tv)
+    model, _ = load_model(reference_run / "model.pt", torch.device("cpu"))
+    return model, data
+
+
+def test_beam_one_equals_greedy(trained):
+    model, data = trained
+    batch = collate(data, list(range(len(data))))
+    beam = beam_search(Ensemble([model]), batch, beam=1, max_len_ratio=1.5)
+    greedy = greedy_search(Ensemble([model]), batch, max_len_ratio=1.5)
+    assert [h.tokens for h in beam] == [h.tokens for h in greedy]
+    assert [round(h.score, 4) for h in beam] == [round(h.score, 4) for h in greedy]
+
+
+def test_batch_and_single_decoding_are_identical(trained):
+    model, data = trained
+    idx = list(range(12))
+    together = beam_search(Ensemble([model]), collate(data, idx), beam=4)
+    for i, h in zip(idx, together):
+        alone = beam_search(Ensemble([model]), collate(data, [i]), beam=4)[0]
+        assert alone.tokens == h.tokens
+        assert alone.score == pytest.approx(h.score, abs=1e-4)
+
+
+def test_ensemble_of_one_and_of_copies_equal_the_model(trained):
+    model, data = trained
+    batch = collate(data, list(range(10)))
+    single = beam_search(Ensemble([model]), batch, beam=3)
+    copies = beam_search(Ensemble([model, model]), batch, beam=3)  # log((p + p)/2) = log p
+    assert [h.tokens for h in single] == [h.tokens for h in copies]
+    assert [h.score for h in single] == pytest.approx([h.score for h in copies], abs=1e-4)
+
+
+def test_beam_search_finds_no_worse_score_than_greedy(trained):
+    model, data = trained
+    batch = collate(data, list(range(len(data))))
+    greedy = greedy_search(Ensemble([model]), batch)
+    beam = beam_search(Ensemble([model]), batch, beam=5)
+    assert all(b.score >= g.score - 1e-4 for b, g in zip(beam, greedy))
+
+
+def test_translate_cli_writes_unk_replaced_output_and_details(tiny_corpus, reference_run, tmp_path):
+    prefix = tmp_path / "test.beam3"
+    subprocess.run([
+        sys.executable, "-m", "nmtlib", "translate", "--model", str(reference_run / "model.pt"),
+        "--src", str(tiny_corpus / "test.src"), "--src-vocab", str(tiny_corpus / "vocab.src"),
+        "--tgt-vocab", str(tiny_corpus / "vocab.tgt"), "--out-prefix", str(prefix), "--beam", "3",
+        "--dict", str(tiny_corpus / "lexicon.tsv"), "--no-progress", "--threads", "1",
+    ], check=True, capture_output=True, timeout=300)
+    plain = Path(f"{prefix}.txt").read_text().splitlines()
+    replaced = Path(f"{prefix}.unk.txt").read_text().splitlines()
+    details = [json.loads(line) for line in Path(f"{prefix}.jsonl").read_text().splitlines()]
+    n = len((tiny_corpus / "test.src").read_text().splitlines())
+    assert len(plain) == len(replaced) == len(details) == n
+    assert all("<unk>" not in line for line in replaced)
+    assert all(d["hypothesis_steps"] > 0 and d["avg_window"] > 0 and d["time_ms"] > 0 for d in details)
+
+
+def test_unk_replacement_uses_attention_argmax_and_dictionary():
+    import numpy as np
+
+    from nmtlib.decode.unk import replace_unknowns
+
+    attention = np.array([[0.1, 0.9, 0.0], [0.2, 0.1, 0.7], [0.5, 0.5, 0.0]])
+    out = replace_unknowns(["<unk>", "b", "<unk>"], ["x", "y", "z"], attention, {"y": "Y"})
+    assert out == ["Y", "b", "x"]  # y via the dictionary; x copied (ties go to the first word)
+
+
+def test_footnote_14_rows_belong_to_the_right_target_word():
+    import numpy as np
+
+    from nmtlib.decode.forced import alignment_rows
+
+    steps = np.arange(12).reshape(4, 3)  # 4 decoder steps (T = 3 words + <eos>), S = 3
+    assert alignment_rows(steps, 3, content_based=True).tolist() == steps[1:4].tolist()
+    assert alignment_rows(steps, 3, content_based=False).tolist() == steps[0:3].tolist()
+
+
+def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
+    path = tmp_path / "ck.pt"
+    checkpoint.save_atomic({"x": torch.ones(2)}, path)
+
+    def broken_save(obj, f):
+        f.write(b"partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", broken_save)
+    with pytest.raises(OSError):
+        checkpoint.save_atomic({"x": torch.zeros(2)}, path)
+    assert torch.equal(checkpoint.load(path)["x"], torch.ones(2))  # the previous checkpoint is intact
+    assert [p.name for p in tmp_path.iterdir()] == ["ck.pt"]  # no temporary file left behind

@@ -1,0 +1,120 @@
+"""Model-level behaviour of every architecture: padding invariance, Bahdanau's previous-state
+query, invalid combinations rejected, and that each variant learns."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nmtlib.config import ConfigError, resolve_variant
+from nmtlib.data.batching import ParallelData, collate
+from nmtlib.data.vocab import Vocabulary
+from nmtlib.models.builder import build_model
+
+from conftest import ALL_VARIANTS
+
+
+def model_for(name: str, src_vocab: int = 40, tgt_vocab: int = 50, seed: int = 0):
+    torch.manual_seed(seed)
+    return build_model(resolve_variant(name, ALL_VARIANTS[name]).model, src_vocab, tgt_vocab).eval()
+
+
+@pytest.mark.parametrize("name", sorted(ALL_VARIANTS))
+def test_padded_batch_equals_each_sentence_alone(name):
+    model = model_for(name)
+    torch.manual_seed(1)
+    lengths = [7, 3, 5]
+    src = torch.zeros(3, 7, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        src[i, :n] = torch.randint(4, 40, (n,))
+    tgt = torch.randint(4, 50, (3, 6))
+    with torch.no_grad():
+        batch = model(src, torch.tensor(lengths), tgt, keep_attention=True)
+        for i, n in enumerate(lengths):
+            alone = model(src[i : i + 1, :n], torch.tensor([n]), tgt[i : i + 1], keep_attention=True)
+            assert torch.allclose(batch.logits[i], alone.logits[0], atol=1e-5), name
+            if alone.attention is not None:
+                assert torch.allclose(batch.attention[i, :, :n], alone.attention[0], atol=1e-5)
+                assert batch.attention[i, :, n:].abs().sum() == 0
+
+
+def test_bahdanau_attention_is_queried_with_previous_state():
+    model = model_for("rnnsearch")
+    src, lengths = torch.randint(4, 40, (2, 5)), torch.tensor([5, 5])
+    memory, state = model.encode(src, lengths)
+    queries = []
+    model.decoder.attention.register_forward_hook(lambda m, args, out: queries.append(args[0].clone()))
+    y = torch.full((2,), 2)
+    _, state1, _ = model.decoder.step(y, state, memory)
+    _, state2, _ = model.decoder.step(y, state1, memory)
+    # step 1 attends with s_0 = tanh(W_s ←h_1), step 2 with s_1: always the state before the step
+    assert torch.allclose(queries[0], state.h[-1]) and torch.allclose(queries[1], state1.h[-1])
+    enc = model.encoder(src, lengths)
+    assert torch.allclose(state.h[-1], torch.tanh(model.decoder.W_s(enc.backward_first)))
+
+
+def test_luong_attention_is_queried_with_current_state():
+    model = model_for("global-general-feed")
+    src, lengths = torch.randint(4, 40, (2, 5)), torch.tensor([5, 4])
+    memory, state = model.encode(src, lengths)
+    queries = []
+    model.decoder.attention.register_forward_hook(lambda m, args, out: queries.append(args[0].clone()))
+    _, new_state, _ = model.decoder.step(torch.full((2,), 2), state, memory)
+    assert torch.allclose(queries[0], new_state.h[-1])
+
+
+def test_reversed_source_keeps_states_in_source_order():
+    model = model_for("base-reverse-dropout")
+    src = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])
+    enc = model.encoder(src, torch.tensor([3, 2]))
+    # reading backwards, the state at the first word has seen the whole sentence: it equals the final state
+    assert torch.allclose(enc.states[0, 0], enc.final_h[-1, 0]) and torch.allclose(enc.states[1, 0], enc.final_h[-1, 1])
+    assert enc.states[1, 2:].abs().sum() == 0
+
+
+@pytest.mark.parametrize("options, key, reason", [
+    (dict(attention="local-p", score="location"), "score", "global attention only"),
+    (dict(attention="local-m", score="location"), "score", "global attention only"),
+    (dict(attention="none", input_feed=False, window=5), "window", "attention is 'none'"),
+    (dict(attention="global", window=5), "window", "local-m/local-p"),
+    (dict(attention="global", sigma=2.0), "sigma", "flexible"),
+    (dict(attention="none"), "input_feed", "without attention"),
+    (dict(arch="rnnsearch", input_feed=True), "input_feed", "query 'previous'"),
+    (dict(arch="shu", score="dot"), "score", "equal encoder and decoder state sizes"),
+    (dict(attention="global", train={"beta": 0.1}), "train.beta", "flexible"),
+    (dict(attention="global", decode={"taus": [1.2]}), "decode.taus", "flexible"),
+    (dict(attention="global", scroe="dot"), "unknown option", "valid options"),
+    (dict(attention="sideways"), "attention", "not one of"),
+])
+def test_invalid_combinations_are_rejected_with_reason(options, key, reason):
+    with pytest.raises(ConfigError) as err:
+        resolve_variant("v", options)
+    assert key in str(err.value) and reason in str(err.value)
+
+
+# Each variant learns: 64 sentence pairs of the embedded corpus, Adam, full-batch steps.
+LEARN_STEPS = 60
+LEARN_THRESHOLD = 2.5  # mean per-token NLL; an untrained model starts near ln(|V|) ≈ 6
+
+
+@pytest.mark.parametrize("name", sorted(ALL_VARIANTS))
+def test_each_variant_learns(name, tiny_corpus):
+    from nmtlib.train.trainer import batch_loss
+
+    sv, tv = Vocabulary.load(tiny_corpus / "vocab.src"), Vocabulary.load(tiny_corpus / "vocab.tgt")
+    data = ParallelData.load(tiny_corpus / "train.src", tiny_corpus / "train.tgt", sv, tv)
+    batch = collate(data, list(range(64)))
+    torch.manual_seed(0)
+    options = {k: v for k, v in ALL_VARIANTS[name].items() if k != "dropout"}
+    model = build_model(resolve_variant(name, options).model, len(sv), len(tv))
+    opt = torch.optim.Adam(model.parameters(), lr=0.02)
+    first = None
+    for _ in range(LEARN_STEPS):
+        _, nll = batch_loss(model, batch)
+        loss = nll / batch.target_tokens
+        first = first if first is not None else loss.item()
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        opt.step()
+    assert loss.item() < LEARN_THRESHOLD < first, f"{name}: {first:.2f} → {loss.item():.2f}"

@@ -1,0 +1,131 @@
+"""The real Snakefile on a minimal config (real rules, real training for a few steps), and the
+configuration checks that run before any job."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from nmtlib.config import ConfigError
+from nmtlib.workflow_config import validate_config
+
+from conftest import ROOT
+
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+TINY = ROOT / "tests" / "configs" / "tiny.yaml"
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("workflow")
+    run = snakemake(work, "--cores", "2", "--configfile", str(TINY))
+    assert run.returncode == 0, run.stderr[-4000:]
+    return work
+
+
+def test_tiny_workflow_produces_tables_figures_and_is_complete(tiny_run):
+    res = tiny_run / "results" / "tiny"
+    summary = pd.read_csv(res / "tables" / "summary.csv")
+    assert {"variant", "attention", "score", "input_feed", "ppl", "bleu", "bleu_unk"} <= set(summary.columns)
+    assert set(summary.variant) == {"base", "global-general-feed", "ens"}
+    assert any("ens" in v for v in summary.variant)
+    trained = summary[summary.variant != "ens"]
+    assert trained.ppl.notna().all() and trained.bleu.notna().all()
+    assert summary.set_index("variant").loc["global-general-feed", "attention"] == "global"
+    for png in ("learning_curves", "bleu_by_length", "attention_heatmaps"):
+        assert (res / "figures" / f"{png}.png").stat().st_size > 5000
+    # every job went through its rule's log
+    assert (tiny_run / "logs" / "tiny" / "train_model" / "base.seed1.log").exists()
+    # the checkpoints survive beside the declared outputs, for resuming
+    assert (res / "models" / "base" / "seed1" / "checkpoints" / "last.pt").exists()
+
+
+def test_second_run_has_nothing_to_do(tiny_run):
+    run = snakemake(tiny_run, "--cores", "2", "--configfile", str(TINY), "-n")
+    assert run.returncode == 0
+    assert "Nothing to be done" in run.stdout + run.stderr
+
+
+def test_html_report(tiny_run):
+    run = snakemake(tiny_run, "--configfile", str(TINY), "--report", "report.html")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (tiny_run / "report.html").stat().st_size > 10000
+
+
+def write_config(tmp_path: Path, change) -> Path:
+    config = yaml.safe_load(TINY.read_text())
+    change(config)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda c: c["data"].update(tokeniser={"src": "none"}), ["data", "tokeniser", "allowed keys", "tokenizer"]),
+    (lambda c: c["variants"]["base"].update(attention="sideways"),
+     ["variants.base.attention", "'sideways' is not one of", "local-p"]),
+    (lambda c: c["variants"]["base"].update(layers="two"), ["variants.base.layers", "integer"]),
+    (lambda c: c["variants"]["global-general-feed"].update(score="location", attention="local-p"),
+     ["variants.global-general-feed.score", "global attention only"]),
+    (lambda c: c.update(ensembles={"ens": ["nope"]}), ["ensembles.ens", "unknown variant", "nope"]),
+])
+def test_bad_config_fails_before_any_job_with_a_useful_message(tmp_path, change, expected):
+    bad = write_config(tmp_path, change)
+    run = snakemake(tmp_path, "-n", "--configfile", str(bad), timeout=120)
+    assert run.returncode != 0
+    message = run.stdout + run.stderr
+    for part in expected:
+        assert part in message, message[-2000:]
+    assert not (tmp_path / "results").exists()
+
+
+def test_validate_config_fills_defaults_and_resolves_variants():
+    config = yaml.safe_load(TINY.read_text())
+    variants = validate_config(config, SCHEMA)
+    assert config["data"]["max_len"] == 50 and config["seeds"] == [1]
+    assert set(variants) == {"base", "global-general-feed"}
+    assert variants["global-general-feed"].train.max_steps == 6
+
+
+def test_validate_config_rejects_downloaded_corpus_without_splits():
+    config = yaml.safe_load(TINY.read_text())
+    config["data"] = {"corpus": "multi30k"}
+    with pytest.raises(ConfigError, match="data.splits"):
+        validate_config(copy.deepcopy(config), SCHEMA)
+
+
+def test_schema_enums_come_from_the_registries():
+    from nmtlib.config import CHOICES
+
+    schema = yaml.safe_load(SCHEMA.read_text())
+    variant = schema["$defs"]["variant"]["properties"]
+    for key in ("arch", "attention", "score", "query", "output", "bridge", "encoder_rnn", "decoder_rnn"):
+        assert variant[key]["enum"] == list(CHOICES[key]), key
+    train = schema["$defs"]["train"]["properties"]
+    for key in ("preset", "optimizer", "loss_norm", "device"):
+        assert train[key]["enum"] == list(CHOICES[f"train.{key}"]), key
+    from nmtlib.data.tokenize import available_tokenizers
+
+    assert set(schema["$defs"]["tokenizer"]["enum"]) <= set(available_tokenizers()) | {"space"}
+
+
+def test_every_dataclass_option_is_in_the_schema():
+    import dataclasses
+
+    from nmtlib.config import DecodeConfig, ModelConfig, TrainConfig
+
+    schema = yaml.safe_load(SCHEMA.read_text())["$defs"]
+    for cls, key in ((ModelConfig, "variant"), (TrainConfig, "train"), (DecodeConfig, "decode")):
+        fields = {f.name for f in dataclasses.fields(cls)}
+        assert fields <= set(schema[key]["properties"]), (key, fields - set(schema[key]["properties"]))
