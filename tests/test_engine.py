@@ -251,3 +251,32 @@ def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
         checkpoint.save_atomic({"x": torch.zeros(2)}, path)
     assert torch.equal(checkpoint.load(path)["x"], torch.ones(2))  # the previous checkpoint is intact
     assert [p.name for p in tmp_path.iterdir()] == ["ck.pt"]  # no temporary file left behind
+
+
+def test_finetuning_objective_subtracts_beta_times_mean_strength(tiny_corpus):
+    """Shu & Nakayama Eq. 9: J − β·(1/T)Σ_t g(t), per sentence, over real target positions."""
+    from nmtlib.data.vocab import PAD_ID
+    from nmtlib.models.builder import build_model
+    from nmtlib.train.trainer import batch_loss
+
+    sv, tv = Vocabulary.load(tiny_corpus / "vocab.src"), Vocabulary.load(tiny_corpus / "vocab.tgt")
+    data = ParallelData.load(tiny_corpus / "train.src", tiny_corpus / "train.tgt", sv, tv)
+    batch = collate(data, [0, 1, 2])
+    torch.manual_seed(0)
+    model = build_model(resolve_variant("f", {"arch": "shu", "attention": "flexible", "embedding_size": 8,
+                                              "hidden_size": 8, "output_size": 8}).model, len(sv), len(tv)).eval()
+    plain, nll = batch_loss(model, batch)
+    tuned, nll2 = batch_loss(model, batch, beta=0.1)
+    gates = model(batch.src, batch.src_lengths, batch.tgt_in).gates
+    real = (batch.tgt_out != PAD_ID).float()
+    expected = nll - 0.1 * ((gates * real).sum(1) / real.sum(1)).sum()
+    assert torch.equal(plain, nll) and torch.allclose(tuned, expected)
+
+
+def test_finetuning_variant_inherits_its_parents_model():
+    variants = {"flex": {"arch": "shu", "attention": "flexible", "hidden_size": 32},
+                "flex-ft": {"finetune_from": "flex", "train": {"beta": 0.1, "epochs": 1}}}
+    ft = resolve_variant("flex-ft", variants["flex-ft"], variants=variants)
+    assert ft.model == resolve_variant("flex", variants["flex"]).model and ft.train.beta == 0.1
+    with pytest.raises(Exception, match="inherits the model"):
+        resolve_variant("bad", {"finetune_from": "flex", "hidden_size": 8}, variants=variants)
