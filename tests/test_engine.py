@@ -236,6 +236,9 @@ def test_footnote_14_rows_belong_to_the_right_target_word():
     steps = np.arange(12).reshape(4, 3)  # 4 decoder steps (T = 3 words + <eos>), S = 3
     assert alignment_rows(steps, 3, content_based=True).tolist() == steps[1:4].tolist()
     assert alignment_rows(steps, 3, content_based=False).tolist() == steps[0:3].tolist()
+    assert alignment_rows(steps, 3, content_based=True, convention="predicted").tolist() == steps[0:3].tolist()
+    with pytest.raises(ValueError, match="convention"):
+        alignment_rows(steps, 3, content_based=True, convention="other")
 
 
 def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):

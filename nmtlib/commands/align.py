@@ -19,7 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tgt-vocab", type=Path, required=True)
     p.add_argument("--attention-out", type=Path, required=True,
                    help="compressed NumPy file, one (T, S) matrix per sentence under its 0-based id")
-    p.add_argument("--links-out", type=Path, required=True, help="one line per sentence of 1-based source-target links")
+    p.add_argument("--links-out", type=Path, required=True,
+                   help="1-based source-target links, one line per sentence, rows assigned by Luong's footnote 14")
+    p.add_argument("--predicted-links-out", type=Path, default=None,
+                   help="the same with each step's weights assigned to the word it predicted")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--threads", type=int, default=None,
@@ -35,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     from nmtlib.data.batching import ParallelData
     from nmtlib.data.vocab import Vocabulary
-    from nmtlib.decode.forced import forced_attention
+    from nmtlib.decode.forced import alignment_rows, forced_attention
     from nmtlib.metrics.aer import alignments_from_attention, format_links
     from nmtlib.decode.translate import load_model
     from nmtlib.train.trainer import select_device
@@ -53,7 +56,17 @@ def run(args: argparse.Namespace) -> int:
     tmp = args.attention_out.with_name(f".{args.attention_out.name}.tmp.npz")
     np.savez_compressed(tmp, **{str(i): m.astype(np.float32) for i, m in enumerate(matrices)})
     os.replace(tmp, args.attention_out)
-    lines = [format_links(alignments_from_attention(m), one_based=True) if m.size else "" for m in matrices]
-    args.links_out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    content_based = model.decoder.attention.score.content_based
+
+    def links(convention: str) -> str:
+        lines = []
+        for m in matrices:
+            rows = alignment_rows(m, m.shape[0] - 1, content_based, convention)
+            lines.append(format_links(alignments_from_attention(rows), one_based=True) if rows.size else "")
+        return "".join(line + "\n" for line in lines)
+
+    args.links_out.write_text(links("footnote14"), encoding="utf-8")
+    if args.predicted_links_out is not None:
+        args.predicted_links_out.write_text(links("predicted"), encoding="utf-8")
     print(json.dumps({"sentences": len(matrices), "attention": str(args.attention_out), "links": str(args.links_out)}))
     return 0

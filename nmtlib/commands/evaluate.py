@@ -50,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     a = actions.add_parser("alignment", help="AER of 1-based links against gold Sure/Possible links")
     a.add_argument("--gold", type=Path, required=True)
-    a.add_argument("--links", type=Path, required=True)
+    a.add_argument("--links", type=Path, required=True, help="links by Luong's footnote 14 (the paper's protocol)")
+    a.add_argument("--predicted-links", type=Path, default=None, help="links by predicted word (reported beside)")
     a.add_argument("--src", type=Path, required=True, help="tokenized source (sentence lengths)")
     a.add_argument("--tgt", type=Path, required=True, help="tokenized target (sentence lengths)")
     a.add_argument("--out", type=Path, required=True)
@@ -145,10 +146,17 @@ def run_alignment(args: argparse.Namespace) -> int:
     from nmtlib.metrics.aer import score_aer
 
     srcs, tgts = read_lines(args.src), read_lines(args.tgt)
-    score = score_aer(read_lines(args.gold), read_lines(args.links), hyp_zero_based=False,
-                      lengths=[(len(s.split()), len(t.split())) for s, t in zip(srcs, tgts)],
-                      gold_name=str(args.gold), hyp_name=str(args.links))
-    result = score.to_dict()
+    lengths = [(len(s.split()), len(t.split())) for s, t in zip(srcs, tgts)]
+    gold = read_lines(args.gold)
+
+    def score(path: Path) -> dict:
+        return score_aer(gold, read_lines(path), hyp_zero_based=False, lengths=lengths,
+                         gold_name=str(args.gold), hyp_name=str(path)).to_dict()
+
+    result = score(args.links)
+    result["convention"] = "footnote14"
+    if args.predicted_links is not None:
+        result["predicted"] = score(args.predicted_links)
     write_json(args.out, result)
     print(json.dumps({k: result[k] for k in ("aer", "precision", "recall")}))
     return 0

@@ -1,9 +1,18 @@
 """Forced decoding of references: attention matrices for AER and heatmaps.
 
-Luong et al. 2015 footnote 14: the step that consumes y_{t−1} and predicts y_t computes a_t;
-for content-based scores (dot, general, concat, additive) a_t aligns the *input* word y_{t−1},
-for ``location`` it aligns the *predicted* word y_t. :func:`alignment_rows` applies that rule,
-so row j of an exported matrix always holds the weights that belong to target word j.
+The exported matrix of a sentence has one row per decoder step: row t (0-based) holds a_{t+1},
+computed by the step that consumed y_t (y_0 = ``<bos>``) and predicted y_{t+1} (the last row
+predicted ``<eos>``). Which target word a row *belongs to* is a convention,
+:func:`alignment_rows`:
+
+- ``footnote14`` — Luong et al. 2015, footnote 14, the paper's AER protocol: for content-based
+  scores (dot, general, concat, additive) a_t aligns the *input* word y_{t−1}, for ``location``
+  the *predicted* word y_t;
+- ``predicted`` — a_t aligns the word it helps predict, y_t, for every score.
+
+Both are scored. Measured on the embedded default (global attention, general score, input
+feeding): AER 0.875 with ``footnote14`` and 0.157 with ``predicted`` — our content-based
+models attend to the source of the word they are predicting (see docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -15,12 +24,19 @@ from nmtlib.data.batching import ParallelData, collate, sequential_batches
 from nmtlib.models.seq2seq import Seq2Seq
 
 
-def alignment_rows(step_weights: np.ndarray, target_length: int, content_based: bool) -> np.ndarray:
+CONVENTIONS = ("footnote14", "predicted")
+
+
+def alignment_rows(
+    step_weights: np.ndarray, target_length: int, content_based: bool, convention: str = "footnote14"
+) -> np.ndarray:
     """(T, S) weights of target words 1..T from the (T+1, S) weights of decoder steps 1..T+1.
 
     Step t (1-based) consumes y_{t−1} (y_0 = <bos>) and predicts y_t (y_{T+1} = <eos>).
     """
-    if content_based:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"unknown alignment convention {convention!r}; choose one of {CONVENTIONS}")
+    if convention == "footnote14" and content_based:
         return step_weights[1 : target_length + 1]  # step j+1 consumed y_j
     return step_weights[:target_length]  # step j predicted y_j
 
@@ -29,10 +45,9 @@ def alignment_rows(step_weights: np.ndarray, target_length: int, content_based: 
 def forced_attention(
     model: Seq2Seq, data: ParallelData, batch_size: int, device: torch.device
 ) -> list[np.ndarray]:
-    """Per sentence, the (T, S) attention matrix aligned to target words (see module docstring)."""
+    """Per sentence, the (T+1, S) attention of every decoder step (see module docstring)."""
     if not model.has_attention:
         raise ValueError("forced attention export needs a model with attention")
-    content_based = model.decoder.attention.score.content_based
     model.eval()
     out: list[np.ndarray] = [None] * len(data)  # type: ignore[list-item]
     for idx in sequential_batches(len(data), batch_size):
@@ -41,6 +56,6 @@ def forced_attention(
         weights = result.attention.float().cpu().numpy()
         for row, i in enumerate(idx):
             S, T = len(data.src[i]) or 1, len(data.tgt[i])
-            out[i] = alignment_rows(weights[row, : T + 1, :S], T, content_based)
+            out[i] = weights[row, : T + 1, :S]
     return out
 

@@ -69,6 +69,7 @@ rule export_attention:
     output:
         attention=f"{R}/attention/{{variant}}/seed{{seed}}/test.npz",
         links=f"{R}/attention/{{variant}}/seed{{seed}}/test.links",
+        predicted=f"{R}/attention/{{variant}}/seed{{seed}}/test.predicted.links",
     log:
         f"{LOGS}/export_attention/{{variant}}.seed{{seed}}.log",
     threads: THREADS
@@ -79,13 +80,15 @@ rule export_attention:
     shell:
         "{NMTLIB} align --model {input.model:q} --src {input.src:q} --tgt {input.tgt:q}"
         " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q} --threads {threads}"
-        " --attention-out {output.attention:q} --links-out {output.links:q} > {log:q} 2>&1"
+        " --attention-out {output.attention:q} --links-out {output.links:q}"
+        " --predicted-links-out {output.predicted:q} > {log:q} 2>&1"
 
 
 rule score_alignment:
     input:
         gold=lambda w: gold_alignments(),
         links=f"{R}/attention/{{variant}}/seed{{seed}}/test.links",
+        predicted=f"{R}/attention/{{variant}}/seed{{seed}}/test.predicted.links",
         src=f"{R}/data/test.src",
         tgt=f"{R}/data/test.tgt",
     output:
@@ -96,5 +99,6 @@ rule score_alignment:
         mem_mb=1000,
         runtime=10,
     shell:
-        "{NMTLIB} evaluate alignment --gold {input.gold:q} --links {input.links:q} --src {input.src:q}"
+        "{NMTLIB} evaluate alignment --gold {input.gold:q} --links {input.links:q}"
+        " --predicted-links {input.predicted:q} --src {input.src:q}"
         " --tgt {input.tgt:q} --out {output:q} > {log:q} 2>&1"

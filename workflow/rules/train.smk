@@ -40,7 +40,7 @@ rule train_model:
     log:
         f"{LOGS}/train_model/{{variant}}.seed{{seed}}.log",
     benchmark:
-        f"benchmarks/{EXP}/train_model/{{variant}}.seed{{seed}}.tsv"
+        f"{LOGS}/benchmark/train_model/{{variant}}.seed{{seed}}.tsv"
     threads: THREADS
     resources:
         gpu=1,

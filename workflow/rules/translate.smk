@@ -39,7 +39,7 @@ rule translate:
     log:
         f"{LOGS}/translate/{{variant}}.{{run}}.{{setting}}.log",
     benchmark:
-        f"benchmarks/{EXP}/translate/{{variant}}.{{run}}.{{setting}}.tsv"
+        f"{LOGS}/benchmark/translate/{{variant}}.{{run}}.{{setting}}.tsv"
     threads: THREADS
     resources:
         gpu=1,
