@@ -122,6 +122,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 VARIANT_META_KEYS = ("train", "decode", "finetune_from", "description", "paper_row")
+#: keys that label a variant for reports and do not change what is trained
+LABEL_KEYS = ("description", "paper_row")
 
 
 @dataclass(frozen=True)
@@ -132,10 +134,14 @@ class VariantConfig:
     decode: DecodeConfig
     finetune_from: str | None = None  #: variant whose trained checkpoint this one starts from
     description: str = ""
-    paper_row: dict[str, Any] = field(default_factory=dict)  #: paper numbers to print beside ours
+    paper_row: dict[str, Any] = field(default_factory=dict)  #: paper table → row key(s) it regenerates (report/paper.py)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def training_dict(self) -> dict[str, Any]:
+        """What determines a trained model (no report labels): checkpoints are keyed by it."""
+        return {k: v for k, v in self.to_dict().items() if k not in LABEL_KEYS}
 
     @property
     def attention_label(self) -> str:

@@ -73,10 +73,16 @@ def validate_config(config: dict[str, Any], schema_path: str | Path, corpora: se
         if data.get(key) == "generated" and data["corpus"] != "synthetic":
             raise ConfigError(f"data.{key}: 'generated' exists only for the synthetic corpus")
 
+    from nmtlib.report.paper import PaperRowError, resolve_paper_row
+
     variants = config["variants"]
     resolved: dict[str, VariantConfig] = {}
     for name, raw in variants.items():
         resolved[name] = resolve_variant(name, raw, config.get("train"), config.get("decode"), variants)
+        try:  # a typo in a paper row is caught now, not after training
+            resolve_paper_row(name, resolved[name].paper_row)
+        except PaperRowError as err:
+            raise ConfigError(str(err)) from None
         parent = resolved[name].finetune_from
         if parent is not None and variants[parent].get("finetune_from"):
             raise ConfigError(f"variants.{name}.finetune_from: {parent!r} is itself a fine-tuning stage; "

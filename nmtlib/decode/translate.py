@@ -98,6 +98,8 @@ def translate_file(
     source_tokens = [line.split() for line in read_lines(src_path)]
     hyps, times = decode_data(models, data, opts, device, progress)
 
+    device_name = (f"cuda: {torch.cuda.get_device_name(device)}" if device.type == "cuda"
+                   else f"cpu ({torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''})")
     plain, replaced, details = [], [], []
     for i, (h, ms) in enumerate(zip(hyps, times)):
         words = tgt_vocab.decode(t for t in h.tokens if t != EOS_ID)
@@ -105,7 +107,7 @@ def translate_file(
         replaced.append(" ".join(replace_unknowns(words, source_tokens[i], h.attention, dictionary)))
         details.append({
             "id": i, "score": round(h.score, 4), "length": len(words), "time_ms": round(ms, 3),
-            "scores_computed": h.scores_computed, "hypothesis_steps": h.hypothesis_steps, "avg_window": round(h.average_window, 4),
+            "device": device_name, "scores_computed": h.scores_computed, "hypothesis_steps": h.hypothesis_steps, "avg_window": round(h.average_window, 4),
             "window_per_step": [round(x, 3) for x in h.window_per_step],
         })
     out_prefix.parent.mkdir(parents=True, exist_ok=True)

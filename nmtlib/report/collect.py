@@ -124,15 +124,23 @@ def translation_rows(spec: ExperimentSpec) -> pd.DataFrame:
 
 
 def model_rows(spec: ExperimentSpec) -> pd.DataFrame:
-    """One row per (variant, seed): test perplexity, dev perplexity, AER."""
+    """One row per (variant, seed): test perplexity, dev perplexity, AER.
+
+    ``aer`` follows Luong et al.'s footnote 14 (the paper's protocol); ``aer_predicted`` aligns
+    every attention vector to the word it helps predict (``nmtlib evaluate alignment``'s
+    ``predicted`` entry, where scored).
+    """
     rows = []
     for name in spec.variants:
         for run in spec.runs(name):
             ppl = _read(spec.scores(name, run, "ppl")) or {}
             aer = _read(spec.scores(name, run, "aer")) or {}
+            predicted = aer.get("predicted") or {}
             rows.append({"variant": name, "run": run, "ppl": ppl.get("ppl"), "dev_ppl": ppl.get("dev_ppl"),
                          "aer": aer.get("aer"), "aer_precision": aer.get("precision"),
-                         "aer_recall": aer.get("recall")})
+                         "aer_recall": aer.get("recall"), "aer_predicted": predicted.get("aer"),
+                         "aer_predicted_precision": predicted.get("precision"),
+                         "aer_predicted_recall": predicted.get("recall")})
     return pd.DataFrame(rows)
 
 
@@ -174,6 +182,7 @@ def summary_table(spec: ExperimentSpec) -> pd.DataFrame:
             "bleu_sd": None if sd is None else round(sd, 4),
             "bleu_no_unk": _mean(t, "bleu_no_unk"),
             "sacrebleu": _mean(t, "sacrebleu"), "ribes": _mean(t, "ribes"), "aer": _mean(mm, "aer"),
+            "aer_predicted": _mean(mm, "aer_predicted"),
             "avg_window": _mean(t, "avg_window"), "time_ms": _mean(t, "time_ms"),
             "paper_rows": "; ".join(f"{tab}: {', '.join(keys)}" for tab, keys in mapped.items()),
             "description": description,
@@ -218,7 +227,7 @@ class Ours:
         """Mean of a translation metric (``setting`` None: τ = ∞) or of ppl/aer over the runs."""
         if name is None:
             return None
-        if metric in ("ppl", "dev_ppl", "aer", "aer_precision", "aer_recall"):
+        if metric in ("ppl", "dev_ppl") or metric.startswith("aer"):
             if self.models.empty:
                 return None
             return _mean(self.models[self.models.variant == name], metric)

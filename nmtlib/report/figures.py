@@ -8,7 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import FormatStrFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -44,6 +44,9 @@ def learning_curves(curves: pd.DataFrame, path: Path, title: str = "Learning cur
         ax.plot(df["step"], df["dev_ppl"], marker="o", markersize=3, color=colours[variant],
                 linestyle=styles[run], label=label)
     ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("training updates (mini-batches)")
     ax.set_ylabel("dev perplexity (log scale)")
     ax.set_title(title)
@@ -79,12 +82,14 @@ def bleu_by_length(buckets: pd.DataFrame, path: Path, title: str = "BLEU by sour
 def attention_heatmaps(
     matrices: dict[str, dict[int, np.ndarray]], src: list[list[str]] | None, tgt: list[list[str]] | None,
     sentences: list[int], path: Path, labels: dict[str, str] | None = None,
-    title: str = "Attention of forced decoding (rows: target words, columns: source words)",
+    title: str = "Attention of forced decoding (rows: decoder step, by the target word it predicts; columns: source words)",
 ) -> None:
-    """One panel per (variant, sentence): a_t of each target word over the source words.
+    """One panel per (variant, sentence): the attention of each decoder step over the source words.
 
-    ``matrices``: variant → sentence id → (T, S) weights; ``labels``: variant → panel label
-    (attention type). Words label the axes when the matrix matches the sentence's length.
+    ``matrices``: variant → sentence id → weights, (T+1, S) as ``nmtlib align`` exports them (row
+    t: the step that predicts target word t+1, the last one ``<eos>``) or (T, S) (one row per
+    target word); ``labels``: variant → panel label (attention type). Words label the axes when
+    the matrix matches the sentence's length.
     """
     if not matrices or src is None or tgt is None:
         return _empty(path, title, "no attentional variant with exported attention (attention/<variant>/seedN/test.npz)")
@@ -93,7 +98,7 @@ def attention_heatmaps(
         return _empty(path, title, "none of report.heatmap_sentences is a sentence of the test set")
     names = list(matrices)
     # inches per word: as large as fits a figure of about 18 × 20 inches, never below 0.1 (a 5 pt label)
-    max_t = max(len(tgt[i]) for i in sentences)
+    max_t = max(len(tgt[i]) for i in sentences) + 1
     cell = min(0.22, (18 - 1.5 * len(sentences)) / max(1, sum(len(src[i]) for i in sentences)),
                (20 - 0.8) / len(names) / max(1, max_t) - 1.4 / max(1, max_t))
     cell = max(0.1, cell)
@@ -110,10 +115,15 @@ def attention_heatmaps(
             image = ax.imshow(m, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
             if m.shape[1] == len(src[sid]):
                 ax.set_xticks(range(len(src[sid])), src[sid], rotation=90, fontsize=font)
-            if m.shape[0] == len(tgt[sid]):
+            ylabel = "decoder step"
+            if m.shape[0] == len(tgt[sid]) + 1:  # one row per decoder step, labelled by the word it predicts
+                ax.set_yticks(range(m.shape[0]), [*tgt[sid], "<eos>"], fontsize=font)
+                ylabel = "predicted target word"
+            elif m.shape[0] == len(tgt[sid]):  # rows already assigned to target words (older exports)
                 ax.set_yticks(range(len(tgt[sid])), tgt[sid], fontsize=font)
+                ylabel = "target word"
             ax.set_title(f"{(labels or {}).get(name, name)}: {name}, sentence {sid}", fontsize=9)
-            ax.set_ylabel("target word" if c == 0 else "")
+            ax.set_ylabel(ylabel if c == 0 else "")
             ax.set_xlabel("source word" if r == len(names) - 1 else "")
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight a_t(s)")
     fig.suptitle(title)

@@ -150,11 +150,11 @@ LUONG_TABLE4 = PaperTable(
            note="the paper prints (+1.9), but 19.6 − 18.0 = 1.6"),
         _r("local-p-general", "local-p (general)", ppl=5.9, bleu=19.0, bleu_unk=20.9, delta=1.9),
         _r("global-concat", "global (concat)", ppl=6.7, bleu=None, bleu_unk=None,
-           note="ppl only (footnote 15)", source="Table 4, footnote 15"),
+           note="ppl only (footnote 15)", source="footnote 15"),
         _r("local-m-concat", "local-m (concat)", ppl=7.1, bleu=None, bleu_unk=None,
-           note="ppl only (footnote 15)", source="Table 4, footnote 15"),
+           note="ppl only (footnote 15)", source="footnote 15"),
         _r("local-p-concat", "local-p (concat)", ppl=7.1, bleu=None, bleu_unk=None,
-           note="ppl only (footnote 15)", source="Table 4, footnote 15"),
+           note="ppl only (footnote 15)", source="footnote 15"),
     ),
     notes="unk gain: BLEU after minus before unknown-word replacement (the paper's number in parentheses).",
 )
@@ -170,6 +170,8 @@ LUONG_TABLE6 = PaperTable(
         _r("ensemble", "ensemble", aer=0.34),
         _r("berkeley", "Berkeley Aligner", aer=0.32, note="one-to-many alignments of a word aligner"),
     ),
+    notes="ours_aer follows the paper's protocol (footnote 14: for content-based scores a_t aligns the input "
+          "word y_{t-1}); ours_aer_predicted aligns every a_t to the word it helps predict, y_t.",
 )
 
 _BAHDANAU_EXPLAINER = "bahdanau2015-explainer.txt"

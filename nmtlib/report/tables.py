@@ -193,6 +193,7 @@ def luong_table6(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
                 "row": prow.key, "method": prow.label,
                 "paper_aer": prow.values.get("aer"), "ours_aer": ours.value(name, "aer"),
                 "ours_precision": ours.value(name, "aer_precision"), "ours_recall": ours.value(name, "aer_recall"),
+                "ours_aer_predicted": ours.value(name, "aer_predicted"),
                 "ours_from": b.ours_from(name),
             }
             if name in spec.ensembles:

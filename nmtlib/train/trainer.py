@@ -87,7 +87,7 @@ def seed_everything(seed: int) -> None:
 
 def config_fingerprint(variant: VariantConfig, seed: int, init_from: Path | None) -> str:
     """Hash of everything that makes a checkpoint reusable; a mismatch means start afresh."""
-    blob = json.dumps({"variant": variant.to_dict(), "seed": seed, "init_from": str(init_from)}, sort_keys=True)
+    blob = json.dumps({"variant": variant.training_dict(), "seed": seed, "init_from": str(init_from)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from nmtlib.config import ConfigError
+from nmtlib.config import LABEL_KEYS, ConfigError
 from nmtlib.workflow_config import validate_config
 
 try:

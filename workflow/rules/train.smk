@@ -4,13 +4,15 @@
 
 
 def variant_spec(name):
-    """The variant exactly as in the config, for nmtlib train (params: a change retrains)."""
+    """The variant as in the config, for nmtlib train. It is a rule parameter, so a change
+    retrains; report labels (description, paper_row) are left out so editing them does not."""
+    strip = lambda options: {k: v for k, v in options.items() if k not in LABEL_KEYS}  # noqa: E731
     return json.dumps({
         "name": name,
-        "options": config["variants"][name],
+        "options": strip(config["variants"][name]),
         "train_defaults": config.get("train") or {},
         "decode_defaults": config.get("decode") or {},
-        "variants": config["variants"],
+        "variants": {n: strip(v) for n, v in config["variants"].items()},
     }, sort_keys=True)
 
 

@@ -1,0 +1,408 @@
+"""``nmtlib report``: paper tables with the paper's numbers beside ours, and the figures.
+
+A small but complete results tree is written with known numbers in the formats the workflow
+produces (scores JSON, translation JSONL, attention npz, train_log.csv, test data), then the
+real command runs on it and the tables are checked cell by cell.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pandas as pd
+import pytest
+
+from nmtlib.cli import main
+from nmtlib.commands.report import FIGURES, TABLES
+from nmtlib.config import resolve_variant
+from nmtlib.report import collect, paper
+
+SRC = [
+    "a b c d e f g h",
+    "a b c",
+    "a b c d e f g h i j k l m n o p",
+    "a b c d e f",
+    "a b c d e f g h i j k l",
+    "a b",
+]
+TGT = [
+    "A B C D E F G",
+    "A B C",
+    "A B C D E F G H I J K L M N O",
+    "A B C D E",
+    "A B C D E F G H I J K",
+    "A B",
+]
+MEAN_SRC = sum(len(s.split()) for s in SRC) / len(SRC)
+
+TRAIN = {"optimizer": "adam", "lr": 0.003, "epochs": 2}
+SMALL = {"embedding_size": 8, "hidden_size": 8, "layers": 1}
+RAW_VARIANTS = {
+    "base": {**SMALL, "attention": "none", "input_feed": False, "paper_row": {"luong_table1": "base"},
+             "description": "no attention"},
+    "global-feed": {**SMALL, "attention": "global", "score": "general",
+                    "paper_row": {"luong_table1": "feed", "luong_table4": "global-general",
+                                  "luong_table6": "global (location)"}},
+    "local-p": {**SMALL, "attention": "local-p", "score": "general",
+                "paper_row": {"luong_table1": ["local-p-general-feed", "unk"], "luong_table4": "local-p-general",
+                              "luong_table6": "local-p-general"}},
+    "rnnsearch": {**SMALL, "arch": "rnnsearch",
+                  "paper_row": {"bahdanau_table1": "RNNsearch-50", "shu_table1": "global", "shu_table3": "global"}},
+    "flex": {**SMALL, "arch": "shu", "attention": "flexible", "decode": {"taus": [0.8, 1.2]},
+             "paper_row": {"shu_table1": "flexible"}},
+    "flex-ft": {"finetune_from": "flex", "train": {"beta": 0.1}, "decode": {"taus": [1.2]},
+                "paper_row": {"shu_table1": "finetuned", "shu_table3": "flexible"}},
+}
+
+# variant → run → setting → (bleu, bleu_unk, avg_window, time_ms, ribes)
+TRANSLATION = {
+    "base": {"seed1": {"beam5": (10.0, 10.5, 0.0, 20.0, 0.60)}, "seed2": {"beam5": (12.0, 12.5, 0.0, 22.0, 0.62)}},
+    "global-feed": {"seed1": {"beam5": (14.0, 15.0, MEAN_SRC, 30.0, 0.70)},
+                    "seed2": {"beam5": (16.0, 17.0, MEAN_SRC, 30.0, 0.72)}},
+    "local-p": {s: {"beam5": (17.0, 18.5, 7.5, 35.0, 0.74)} for s in ("seed1", "seed2")},
+    "ens": {"ensemble": {"beam5": (19.0, 20.0, 7.0, 90.0, 0.76)}},
+    "rnnsearch": {s: {"beam5": (13.0, 13.4, 9.0, 40.0, 0.71)} for s in ("seed1", "seed2")},
+    "flex": {s: {"beam5": (13.5, 13.9, 9.0, 42.0, 0.72), "beam5.tau0.8": (11.0, 11.2, 5.0, 33.0, 0.68),
+                 "beam5.tau1.2": (13.0, 13.3, 7.0, 36.0, 0.71)} for s in ("seed1", "seed2")},
+    "flex-ft": {s: {"beam5": (13.6, 14.0, 9.0, 41.0, 0.72), "beam5.tau1.2": (13.2, 13.5, 6.0, 30.0, 0.70)}
+                for s in ("seed1", "seed2")},
+}
+PPL = {"base": (20.0, 22.0), "global-feed": (9.0, 11.0), "local-p": (8.0, 8.0), "rnnsearch": (12.0, 12.0),
+       "flex": (11.0, 11.0), "flex-ft": (11.5, 11.5)}
+# variant → per seed AER (Luong's footnote 14), and AER of the "predicted" reading
+AER = {"global-feed": (0.40, 0.42), "local-p": (0.35, 0.35), "rnnsearch": (0.5, 0.5), "flex": (0.45, 0.45),
+       "flex-ft": (0.44, 0.44)}
+AER_PREDICTED = 0.2
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj), encoding="utf-8")
+
+
+def _bleu(value: float) -> dict:
+    return {"bleu": value, "precisions": [60.0, 40.0, 30.0, 20.0], "bp": 1.0, "ratio": 1.0, "hyp_len": 40,
+            "ref_len": 40}
+
+
+def _spans(setting: str, window: float) -> list[list[float]]:
+    """window_per_step per sentence: Flexible Attention narrows after the first step."""
+    if ".tau" not in setting:
+        return [[float(len(s.split()))] * len(t.split()) for s, t in zip(SRC, TGT)]
+    return [[float(len(s.split()))] + [window] * (len(t.split()) - 1) for s, t in zip(SRC, TGT)]
+
+
+def make_experiment(root: Path, with_results: bool = True) -> collect.ExperimentSpec:
+    variants = {}
+    for name, raw in RAW_VARIANTS.items():
+        variants[name] = resolve_variant(name, raw, TRAIN, {"beam": 5}, RAW_VARIANTS).to_dict()
+    settings = {n: ["beam5", *[f"beam5.tau{t:g}" for t in v["decode"]["taus"]]] for n, v in variants.items()}
+    settings["ens"] = ["beam5"]
+    spec = {
+        "experiment": "unit", "results": str(root), "seeds": [1, 2], "variants": variants,
+        "ensembles": {"ens": ["global-feed", "local-p"]}, "settings": settings,
+        "report": {"heatmap_sentences": [0, 4]}, "data": {"corpus": "synthetic", "src": "src", "tgt": "tgt"},
+        "aer": True,
+    }
+    if not with_results:
+        return collect.ExperimentSpec.from_json(json.dumps(spec))
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "test.src").write_text("".join(s + "\n" for s in SRC), encoding="utf-8")
+    (root / "data" / "test.tgt").write_text("".join(t + "\n" for t in TGT), encoding="utf-8")
+    for name, runs in TRANSLATION.items():
+        for run, by_setting in runs.items():
+            for setting, (bleu, bleu_unk, window, ms, ribes) in by_setting.items():
+                scores = {
+                    "sentences": len(SRC), "bleu": _bleu(bleu), "bleu_unk": _bleu(bleu_unk),
+                    "bleu_no_unk": _bleu(bleu + 5), "no_unk_sentences": 4,
+                    "sacrebleu": {"bleu": bleu_unk, "signature": "nrefs:1|case:mixed|eff:no|tok:none|smooth:exp|version:2.4.0"},
+                    "ribes": ribes, "unk_tokens": 3, "avg_window": window, "time_ms_per_sentence": ms,
+                    "hyp_len_mean": 7.0,
+                    "bleu_by_length": [{"bucket": "1-10", "sentences": 4, "bleu": bleu + 2},
+                                       {"bucket": "11-20", "sentences": 2, "bleu": bleu - 2}],
+                }
+                _write_json(root / "scores" / name / run / f"test.{setting}.json", scores)
+                details = []
+                for i, steps in enumerate(_spans(setting, window)):
+                    d = {"id": i, "score": -3.0, "length": len(TGT[i].split()), "time_ms": ms,
+                         "scores_computed": int(sum(steps)), "hypothesis_steps": len(steps),
+                         "avg_window": sum(steps) / len(steps), "window_per_step": steps}
+                    if name == "flex-ft" and setting == "beam5.tau1.2":
+                        d["device"] = "cuda (test GPU)"
+                    details.append(json.dumps(d))
+                path = root / "translations" / name / run / f"test.{setting}.jsonl"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text("\n".join(details) + "\n", encoding="utf-8")
+    rng = np.random.default_rng(0)
+    for name in variants:
+        for k, seed in enumerate((1, 2)):
+            _write_json(root / "scores" / name / f"seed{seed}" / "test.ppl.json",
+                        {"ppl": PPL[name][k], "dev_ppl": PPL[name][k] + 1})
+            if name in AER:
+                _write_json(root / "scores" / name / f"seed{seed}" / "test.aer.json",
+                            {"aer": AER[name][k], "precision": 0.6, "recall": 0.55, "convention": "footnote14",
+                             "predicted": {"aer": AER_PREDICTED, "precision": 0.8, "recall": 0.8}})
+                matrices = {}
+                for i, (s, t) in enumerate(zip(SRC, TGT)):
+                    # one row per decoder step: T target words and <eos>
+                    m = rng.random((len(t.split()) + 1, len(s.split())))
+                    matrices[str(i)] = (m / m.sum(axis=1, keepdims=True)).astype(np.float32)
+                path = root / "attention" / name / f"seed{seed}" / "test.npz"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.savez_compressed(path, **matrices)
+            log = root / "models" / name / f"seed{seed}" / "train_log.csv"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text("epoch,step,lr,train_ppl,dev_ppl\n" + "".join(
+                f"{e},{100 * e},0.003,{60 / e + seed},{50 / e + PPL[name][k]}\n" for e in (1, 2, 3)), encoding="utf-8")
+    return collect.ExperimentSpec.from_json(json.dumps(spec))
+
+
+def _spec_json(spec: collect.ExperimentSpec) -> str:
+    return json.dumps({**spec.__dict__, "results": str(spec.results)})
+
+
+def run_report(spec: collect.ExperimentSpec, out: Path) -> tuple[Path, Path]:
+    tables, figures = out / "tables", out / "figures"
+    assert main(["report", "--spec", _spec_json(spec), "--tables", str(tables), "--figures", str(figures)]) == 0
+    return tables, figures
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[collect.ExperimentSpec, Path, Path]:
+    root = tmp_path_factory.mktemp("exp")
+    spec = make_experiment(root / "results")
+    tables, figures = run_report(spec, root / "out")
+    return spec, tables, figures
+
+
+def _table(tables: Path, name: str) -> pd.DataFrame:
+    return pd.read_csv(tables / f"{name}.csv", keep_default_na=True)
+
+
+def _row(df: pd.DataFrame, key: str) -> pd.Series:
+    rows = df[df["row"] == key]
+    assert len(rows) == 1, (key, df["row"].tolist())
+    return rows.iloc[0]
+
+
+def _empty(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def test_every_table_has_csv_and_markdown(report) -> None:
+    spec, tables, _ = report
+    for name in TABLES:
+        assert (tables / f"{name}.csv").stat().st_size > 0
+        md = (tables / f"{name}.md").read_text(encoding="utf-8")
+        assert md.startswith("# ")
+        assert "`unit`" in md and "synthetic src→tgt, test set of 6 sentences" in md, name
+    for name in paper.TABLES:
+        df = _table(tables, name)
+        # every row of the paper is there, in the paper's order, with the paper's citation
+        keys = [r.key for r in paper.TABLES[name].rows]
+        assert [k for k in df["row"] if k in keys] == keys
+        assert set(df["experiment"]) == {"unit"}
+        assert all(str(s).startswith(paper.TABLES[name].citation) for s in df["paper_source"])
+
+
+def test_luong_table1_paper_beside_ours_and_deltas(report) -> None:
+    _, tables, _ = report
+    df = _table(tables, "luong_table1")
+    base, feed, local_p, unk, ens = (_row(df, k) for k in ("base", "feed", "local-p-general-feed", "unk", "ensemble"))
+    assert (base.paper_ppl, base.paper_bleu, base.ours_ppl, base.ours_bleu) == (10.6, 11.3, 21.0, 11.0)
+    assert _empty(base.ours_delta) and _empty(base.paper_delta)
+    assert (feed.paper_bleu, feed.paper_delta, feed.ours_bleu) == (18.1, 1.3, 15.0)
+    # rows reverse/dropout/global-location are not in the experiment: the gain spans them, and says so
+    assert feed.ours_delta == pytest.approx(4.0) and feed.ours_delta_vs == "base"
+    assert (local_p.ours_bleu, local_p.ours_delta, local_p.ours_delta_vs) == (17.0, 2.0, "feed")
+    # "+ unk replace" is the same model scored after unknown-word replacement
+    assert (unk.paper_bleu, unk.ours_bleu, unk.ours_delta, unk.ours_delta_vs) == (20.9, 18.5, 1.5, "local-p-general-feed")
+    assert (ens.paper_bleu, ens.paper_delta, ens.ours_bleu, ens.ours_delta) == (23.0, 2.1, 20.0, 1.5)
+    assert ens.ours_from == "ens (ensemble, beam5)" and _empty(ens.ours_ppl)
+    assert local_p.ours_from == "local-p (2 seeds, beam5)"
+    for key, ppl, bleu in (("reverse", 9.9, 12.6), ("dropout", 8.1, 14.0), ("global-location", 7.3, 16.8)):
+        r = _row(df, key)
+        assert (r.paper_ppl, r.paper_bleu) == (ppl, bleu)
+        assert _empty(r.ours_bleu) and _empty(r.ours_ppl) and _empty(r.ours_delta)
+    assert _row(df, "wmt14-winner").paper_bleu == 20.7
+    md = (tables / "luong_table1.md").read_text(encoding="utf-8")
+    assert "| reverse" in md and "—" in md  # missing ours shown as a dash
+
+
+def test_paper_deltas_are_the_differences_of_the_paper_rows() -> None:
+    """Guards the transcription: the printed gains equal the differences of printed BLEU."""
+    for name in ("luong_table1", "luong_table3"):
+        chain = [r for r in paper.TABLES[name].rows if r.progressive]
+        for prev, row in zip(chain, chain[1:]):
+            assert row.delta == pytest.approx(row.values["bleu"] - prev.values["bleu"]), row.key
+    for row in paper.TABLES["luong_table4"].rows:
+        if row.delta is not None and row.key != "local-p-dot":
+            assert row.delta == pytest.approx(row.values["bleu_unk"] - row.values["bleu"]), row.key
+    # the one gain the paper misprints is kept as printed, and flagged
+    dot = next(r for r in paper.TABLES["luong_table4"].rows if r.key == "local-p-dot")
+    assert (dot.values["bleu"], dot.values["bleu_unk"], dot.delta) == (18.0, 19.6, 1.9) and "1.6" in dot.note
+
+
+def test_luong_tables_3_4_6(report) -> None:
+    _, tables, _ = report
+    t3 = _table(tables, "luong_table3")
+    assert _row(t3, "global-dot-drop-feed").paper_bleu == 22.8 and _empty(_row(t3, "global-dot-drop-feed").ours_bleu)
+    t4 = _table(tables, "luong_table4")
+    g = _row(t4, "global-general")
+    assert (g.paper_ppl, g.paper_bleu, g.paper_bleu_unk, g.paper_unk_gain) == (6.1, 17.3, 19.1, 1.8)
+    assert (g.ours_ppl, g.ours_bleu, g.ours_bleu_unk, g.ours_unk_gain) == (10.0, 15.0, 16.0, 1.0)
+    m_dot = _row(t4, "local-m-dot")
+    assert _empty(m_dot.paper_ppl) and ">7.0" in m_dot.note
+    assert _row(t4, "global-concat").paper_ppl == 6.7
+    t6 = _table(tables, "luong_table6")
+    assert (_row(t6, "global-location").paper_aer, _row(t6, "global-location").ours_aer) == (0.39, 0.41)
+    assert _row(t6, "global-location").ours_aer_predicted == AER_PREDICTED
+    assert _row(t6, "local-p-general").ours_aer == 0.35
+    ens = _row(t6, "ensemble")
+    assert ens.paper_aer == 0.34 and _empty(ens.ours_aer) and "per model" in ens.note
+    assert _row(t6, "berkeley").paper_aer == 0.32 and _empty(_row(t6, "berkeley").ours_aer)
+
+
+def test_bahdanau_table1(report) -> None:
+    _, tables, _ = report
+    df = _table(tables, "bahdanau_table1")
+    r = _row(df, "rnnsearch-50")
+    assert (r.paper_bleu_all, r.paper_bleu_no_unk, r.ours_bleu_all, r.ours_bleu_no_unk) == (26.75, 34.16, 13.0, 18.0)
+    assert r.ours_no_unk_sentences == 4
+    enc = _row(df, "rnnencdec-50")
+    assert enc.paper_bleu_all == 17.82 and _empty(enc.ours_bleu_all)
+
+
+def test_shu_table1_per_model_and_tau(report) -> None:
+    _, tables, _ = report
+    df = _table(tables, "shu_table1")
+    g = _row(df, "global")
+    assert (g.paper_en_ja_window, g.paper_de_en_bleu, g.ours_window, g.ours_ribes) == (24.4, 20.62, 9.0, 0.71)
+    inf, tau = _row(df, "flexible-inf"), _row(df, "flexible-1.2")
+    assert (inf.tau, inf.ours_window, inf.ours_bleu) == ("∞", 9.0, 13.9)
+    assert (tau.tau, tau.paper_de_en_window, tau.ours_window, tau.ours_bleu) == ("1.2", 7.8, 7.0, 13.3)
+    ft = _row(df, "finetuned-1.2")
+    assert (ft.paper_en_ja_window, ft.ours_window) == (10.7, 6.0)
+    assert ft.ours_window_change_pct == pytest.approx(100 * (6.0 - 9.0) / 9.0, abs=0.01)
+    assert _empty(_row(df, "local").ours_window) and _row(df, "local").paper_en_ja_window == 18.4
+    # the τ settings the paper has no row for follow as rows of ours only
+    extra = _row(df, "flex@tau0.8")
+    assert (extra.ours_window, extra.ours_bleu) == (5.0, 11.2) and _empty(extra.paper_en_ja_window)
+    assert _row(df, "flex-ft@tau∞").ours_window == 9.0
+
+
+def test_shu_table3_decode_time(report) -> None:
+    _, tables, _ = report
+    df = _table(tables, "shu_table3")
+    g, f = _row(df, "global"), _row(df, "flexible")
+    assert (g.paper_gpu_ms, g.paper_cpu_ms, g.ours_ms, g.ours_device) == (123.0, 751.0, 40.0, "not recorded")
+    # the paper's τ = 1.0 was not decoded: the nearest τ, and the device the translation recorded
+    assert (f.ours_ms, f.ours_device, f.ours_from) == (30.0, "cuda (test GPU)", "flex-ft (2 seeds, beam5.tau1.2)")
+    assert f.paper_gpu_vs_global == pytest.approx(136 / 123, abs=1e-3)
+    assert f.paper_cpu_vs_global == pytest.approx(677 / 751, abs=1e-3)
+    assert f.ours_vs_global == pytest.approx(0.75)
+
+
+def test_summary_rule(report) -> None:
+    _, tables, _ = report
+    df = _table(tables, "summary")
+    assert list(df["variant"]) == [*RAW_VARIANTS, "ens"]
+    for col in ("variant", "attention", "score", "input_feed", "ppl", "bleu", "bleu_unk"):
+        assert col in df.columns
+    base = df[df.variant == "base"].iloc[0]
+    assert (base.ppl, base.bleu, base.bleu_unk, base.runs) == (21.0, 11.0, 11.5, 2)
+    assert base.bleu_sd == pytest.approx(np.std([10.0, 12.0], ddof=1), abs=1e-4)
+    flex = df[df.variant == "flex"].iloc[0]
+    assert (flex.setting, flex.bleu, flex.avg_window) == ("beam5", 13.5, 9.0)  # τ = ∞, not a τ setting
+    assert df[df.variant == "rnnsearch"].iloc[0].attention == "rnnsearch"
+    assert df[df.variant == "local-p"].iloc[0].paper_rows.startswith("luong_table1: local-p-general-feed, unk")
+    assert "tok:none" in (tables / "summary.md").read_text(encoding="utf-8")
+
+
+def _assert_figure(path: Path) -> None:
+    assert path.stat().st_size > 10_000, path
+    image = mpimg.imread(path)
+    assert image.shape[0] > 200 and image.shape[1] > 300
+    assert image[..., :3].std() > 0.02, f"{path} is blank"
+
+
+def test_every_figure_is_drawn(report) -> None:
+    _, _, figures = report
+    for name in FIGURES:
+        _assert_figure(figures / f"{name}.png")
+
+
+def test_heatmaps_pick_one_variant_per_attention_type(report) -> None:
+    spec, _, _ = report
+    # global-feed and rnnsearch (its own additive attention), local-p, and the fine-tuned Flexible model
+    assert collect.attention_selection(spec) == ["global-feed", "rnnsearch", "local-p", "flex-ft"]
+
+
+def test_vision_spans_longest_sentences_global_and_flexible(report) -> None:
+    spec, _, _ = report
+    spans = collect.vision_spans(spec)
+    assert spans["missing"] is None
+    assert [i for i, _ in spans["sentences"]] == [2, 4, 0, 3]  # longest source first
+    labels = [s["label"] for s in spans["series"]]
+    assert labels == ["global-feed (global, τ=∞)", "flex (flexible, τ=1.2)", "flex-ft (flexible, τ=1.2)"]
+    flex = spans["series"][1]["spans"][2]
+    assert flex[0] == 16 and set(flex[1:]) == {7.0}
+
+
+def test_window_points(report) -> None:
+    spec, _, _ = report
+    pts = collect.window_points(spec)
+    flex = pts[pts.variant == "flex"].set_index("setting")
+    assert flex.loc["beam5.tau0.8", ["avg_window", "bleu"]].tolist() == [5.0, 11.2]
+    assert math.isnan(flex.loc["beam5", "tau"]) and flex.loc["beam5.tau1.2", "tau"] == 1.2
+    assert collect.mean_source_length(spec) == pytest.approx(MEAN_SRC)
+
+
+def test_experiment_without_results_still_has_the_papers_shape(tmp_path: Path) -> None:
+    """Nothing run yet (or a config without those models): every table lists the paper's rows
+    with the paper's numbers and empty ours; every figure says what is missing."""
+    spec = make_experiment(tmp_path / "results", with_results=False)
+    spec.variants = {"base": spec.variants["base"]}
+    spec.ensembles = {}
+    spec.settings = {"base": ["beam5"]}
+    tables, figures = run_report(spec, tmp_path / "out")
+    t1 = _table(tables, "luong_table1")
+    assert len(t1) == len(paper.LUONG_TABLE1.rows)
+    assert t1["ours_bleu"].isna().all() and _row(t1, "base").paper_bleu == 11.3
+    assert _row(t1, "base").ours_from == "base (no results, beam5)"
+    for name in paper.TABLES:
+        df = _table(tables, name)
+        assert len(df) == len(paper.TABLES[name].rows)
+    for name in FIGURES:
+        assert (figures / f"{name}.png").stat().st_size > 5_000
+
+
+def test_unknown_paper_row_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = make_experiment(tmp_path / "results", with_results=False)
+    spec.variants["base"]["paper_row"] = {"luong_table1": "base + reversed"}
+    code = main(["report", "--spec", _spec_json(spec), "--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "variants.base.paper_row.luong_table1: no row 'base + reversed'" in err and "reverse" in err
+
+
+def test_paper_row_handles() -> None:
+    t = paper.SHU_TABLE1
+    assert [r.key for r in t.find("Flexible Attention (τ=1.2)")] == ["flexible-1.2"]
+    assert [r.key for r in t.find("flexible attention (tau=1.2)")] == ["flexible-1.2"]
+    assert [r.key for r in t.find("flexible")] == ["flexible-inf", "flexible-1.2"]
+    with pytest.raises(paper.PaperRowError, match="unknown table 'luong_table2'"):
+        paper.resolve_paper_row("v", {"luong_table2": "base"})
+
+
+def test_every_output_has_a_caption() -> None:
+    """``snakemake --report`` needs a caption per table and figure the rule declares."""
+    repo = Path(__file__).resolve().parents[1]
+    for name in [*TABLES, *FIGURES]:
+        caption = repo / "workflow" / "report" / f"{name}.rst"
+        assert caption.exists() and len(caption.read_text(encoding="utf-8")) > 100, name
+    assert set(TABLES) == {"summary", *paper.TABLES}
