@@ -14,8 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from nmtlib.models.attention import ATTENTIONS
-from nmtlib.models.scores import SCORES
+from nmtlib.registry import ATTENTION_NAMES, SCORE_NAMES
 
 
 class ConfigError(ValueError):
@@ -108,8 +107,8 @@ TRAIN_PRESETS: dict[str, dict[str, Any]] = {
 RNN_CHOICES = ("lstm", "gru")
 CHOICES: dict[str, tuple[str, ...]] = {
     "arch": tuple(ARCH_PRESETS),
-    "attention": ("none", *ATTENTIONS),
-    "score": tuple(SCORES),
+    "attention": ("none", *ATTENTION_NAMES),
+    "score": SCORE_NAMES,
     "query": ("current", "previous"),
     "output": ("attentional", "maxout", "fc"),
     "bridge": ("final", "backward-tanh", "zero"),

@@ -120,6 +120,19 @@ def test_schema_enums_come_from_the_registries():
     assert set(schema["$defs"]["tokenizer"]["enum"]) <= set(available_tokenizers()) | {"space"}
 
 
+def test_registry_names_match_the_model_classes():
+    from nmtlib.models.attention import ATTENTIONS
+    from nmtlib.models.scores import SCORES
+    from nmtlib.registry import ATTENTION_NAMES, SCORE_NAMES
+
+    assert tuple(ATTENTIONS) == ATTENTION_NAMES and tuple(SCORES) == SCORE_NAMES
+
+
+def test_config_checking_does_not_import_torch():
+    code = "import sys, nmtlib.workflow_config, nmtlib.config; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
 def test_every_dataclass_option_is_in_the_schema():
     import dataclasses
 
