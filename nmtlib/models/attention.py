@@ -213,19 +213,25 @@ class FlexibleAttention(Attention):
         focus = state["focus"]
         gate = self.strength(query, embedded)
         B, S = memory.mask.shape
+        all_positions = torch.arange(S, device=query.device, dtype=focus.dtype)
         if self.tau is None or math.isinf(self.tau):
+            # τ = ∞ (training): every position is scored, so score the memory in place
+            penalty = gate.unsqueeze(1) * (all_positions - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)
             positions = torch.arange(S, device=query.device).expand(B, S)
-            valid = memory.mask
+            logits = self.score(query, memory.keys, positions) - penalty
+            weights = masked_softmax(logits, memory.mask)
+            context = torch.bmm(weights.unsqueeze(1), memory.values).squeeze(1)
+            out = AttentionOutput(context, weights, memory.lengths.clone(), gate)
         else:
             lo, hi = self.window(focus.detach(), gate.detach(), memory.lengths, self.tau)
             width = int((hi - lo).max().item()) + 1  # one host sync per step, on the decode path only
             positions = lo.unsqueeze(1) + torch.arange(width, device=query.device)
             valid = positions <= hi.unsqueeze(1)
-        penalty = gate.unsqueeze(1) * (positions.to(focus.dtype) - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)
-        weights, positions = self._score_window(query, memory, positions, valid, bias=-penalty)
-        out = self._scatter(weights, positions, valid, memory)
-        new_focus = (out.weights * torch.arange(S, device=query.device, dtype=focus.dtype)).sum(1)
-        return out._replace(gate=gate), {"focus": new_focus}
+            penalty = gate.unsqueeze(1) * (positions.to(focus.dtype) - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)
+            weights, positions = self._score_window(query, memory, positions, valid, bias=-penalty)
+            out = self._scatter(weights, positions, valid, memory)._replace(gate=gate)
+        new_focus = (out.weights * all_positions).sum(1)  # Eq. 4
+        return out, {"focus": new_focus}
 
 
 #: attention names → classes (``none`` means a non-attentional model)
