@@ -76,6 +76,8 @@ def run_translation(args: argparse.Namespace) -> int:
     hyps, hyps_unk, refs, srcs = (read_lines(p) for p in (hyp_path, unk_path, args.ref, args.src))
     check_parallel(str(hyp_path), hyps, str(args.ref), refs)
     check_parallel(str(args.src), srcs, str(args.ref), refs)
+    if not refs:
+        raise NmtlibError(f"{args.ref} is empty (and so are {hyp_path} and {args.src}): no sentence to score")
     details = [json.loads(line) for line in read_lines(details_path)]
 
     result: dict[str, Any] = {
@@ -128,13 +130,23 @@ def run_perplexity(args: argparse.Namespace) -> int:
 
     set_threads(args.threads)
     device = select_device(args.device)
-    model, record = load_model(args.model, device)
+    try:
+        model, record = load_model(args.model, device)
+    except ValueError as err:  # checkpoint.load refused a pickled object (weights_only=True)
+        raise NmtlibError(str(err)) from None
+    except (OSError, RuntimeError, KeyError) as err:  # missing, truncated, or not an nmtlib model
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise NmtlibError(f"{args.model}: cannot load this checkpoint ({reason})") from None
     try:
         data = ParallelData.load(args.src, args.tgt, Vocabulary.load(args.src_vocab), Vocabulary.load(args.tgt_vocab))
     except (ValueError, FileNotFoundError) as err:
         raise NmtlibError(str(err)) from None
     nll, tokens = evaluate_nll(model, data, args.batch_size, device)
-    result = {"ppl": perplexity(nll, tokens), "nll": nll, "tokens": tokens, "dev_ppl": record["dev_ppl"],
+    try:
+        ppl = perplexity(nll, tokens)
+    except ValueError as err:  # no target token (empty test set), or a NaN log-likelihood
+        raise NmtlibError(f"{args.model} on {args.src} / {args.tgt}: {err}") from None
+    result = {"ppl": ppl, "nll": nll, "tokens": tokens, "dev_ppl": record["dev_ppl"],
               "step": record["step"]}
     write_json(args.out, result)
     print(json.dumps(result))

@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         max_ratio=args.max_ratio,
         stats_path=args.stats,
         jobs=args.jobs,
+        require_pairs=True,  # an empty split is an error here, not an empty file for later steps
     )
     print(f"nmtlib prepare: {args.src} | {args.tgt}: {stats.summary()}", file=sys.stderr)
     return 0

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = Trainer(variant, paths, seed=args.seed, init_from=args.init_from,
                          progress=not args.no_progress).run()
-    except (TrainingError, ValueError, FileNotFoundError) as err:
+    except (TrainingError, ValueError, OSError) as err:
         raise NmtlibError(str(err)) from None
     print(json.dumps(result))
     return 0

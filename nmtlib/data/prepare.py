@@ -11,6 +11,9 @@ Why this shape:
   when one side is empty.
 - Errors name the file and line (invalid UTF-8) or both files and both counts (length mismatch),
   because a silently shifted corpus trains fine and scores badly.
+- With ``require_pairs`` (which ``nmtlib prepare`` sets), a split with no pair left (empty files,
+  or every pair filtered out) is an error naming both files, not an empty output that a later
+  step would train on or score.
 - Outputs appear only when complete (temp file in the same folder, then ``os.replace``), so an
   interrupted run never leaves a half file that looks finished to Snakemake or to a person.
 """
@@ -237,6 +240,7 @@ def prepare_parallel(
     stats_path: Path | str | None = None,
     jobs: int = 1,
     progress: bool | None = None,
+    require_pairs: bool = False,
 ) -> PrepareStats:
     """Tokenize (then lowercase, then filter) a parallel corpus; see the module docstring.
 
@@ -246,6 +250,8 @@ def prepare_parallel(
     :param jobs: worker processes for tokenization (1: in this process). Output order is the
         input order either way.
     :param progress: tqdm progress on stderr; None shows it only when stderr is a terminal.
+    :param require_pairs: fail (writing nothing) when no pair is kept, because the inputs are
+        empty or the filters dropped every pair; ``nmtlib prepare`` always sets it.
     :returns: the counts, also written to ``stats_path`` as JSON when given.
     """
     src, tgt, out_src, out_tgt = Path(src), Path(tgt), Path(out_src), Path(out_tgt)
@@ -308,6 +314,11 @@ def prepare_parallel(
                     field = f"dropped_{reason}"
                     setattr(stats, field, getattr(stats, field) + 1)
             bar.update(len(batch))
+        if require_pairs and stats.kept == 0:
+            # raised inside the ExitStack, so neither output appears: an empty split would train
+            # an untrained model, or score an empty test set, without any error further on
+            why = "both files are empty" if stats.read == 0 else f"every pair was dropped: {stats.summary()}"
+            raise NmtlibError(f"no sentence pairs in {src} / {tgt}: {why}")
     if stats_path is not None:
         with atomic_write(stats_path) as fh:
             json.dump(stats.as_dict(), fh, indent=2)

@@ -8,7 +8,10 @@ and dicts only.
 
 from __future__ import annotations
 
+import errno
 import os
+import pickle
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,10 +29,27 @@ def save_atomic(obj: dict[str, Any], path: str | Path) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as err:
+        # a full disk surfaces as OSError or as torch's RuntimeError from its zip writer
+        Path(tmp).unlink(missing_ok=True)
+        code = err.errno if isinstance(err, OSError) and err.errno else errno.EIO
+        if code == errno.EIO and shutil.disk_usage(path.parent).free < (1 << 20):
+            code = errno.ENOSPC  # torch's zip writer reports a full disk as "unexpected pos"
+        reason = os.strerror(code) if code in (errno.ENOSPC, errno.EDQUOT) else str(err)
+        previous = "the previous checkpoint is intact" if path.exists() else "no earlier checkpoint existed"
+        raise OSError(code, f"cannot write checkpoint {path}: {reason}; {previous}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
 def load(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    return torch.load(path, map_location=map_location, weights_only=True)
+    """Load tensors and plain data only; anything else (a pickled object) is refused."""
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as err:
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+        # torch's message is several paragraphs (and suggests weights_only=False): keep the culprit
+        first = next((line for line in lines if "GLOBAL" in line), lines[0] if lines else type(err).__name__)
+        raise ValueError(f"{path}: refusing to load: the file holds more than tensors and plain data "
+                         f"(weights_only=True): {first}") from None

@@ -87,7 +87,8 @@ def seed_everything(seed: int) -> None:
 
 def config_fingerprint(variant: VariantConfig, seed: int, init_from: Path | None) -> str:
     """Hash of everything that makes a checkpoint reusable; a mismatch means start afresh."""
-    blob = json.dumps({"variant": variant.training_dict(), "seed": seed, "init_from": str(init_from)}, sort_keys=True)
+    trained = {k: v for k, v in variant.training_dict().items() if k != "decode"}  # decoding never changes weights
+    blob = json.dumps({"variant": trained, "seed": seed, "init_from": str(init_from)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -174,11 +175,26 @@ class Trainer:
         self.tgt_vocab = Vocabulary.load(paths.tgt_vocab)
         self.train_data = ParallelData.load(paths.train_src, paths.train_tgt, self.src_vocab, self.tgt_vocab)
         self.dev_data = ParallelData.load(paths.dev_src, paths.dev_tgt, self.src_vocab, self.tgt_vocab)
+        self._drop_long_pairs()
+        for name, data, paths_ in (("training", self.train_data, (paths.train_src, paths.train_tgt)),
+                                   ("dev", self.dev_data, (paths.dev_src, paths.dev_tgt))):
+            if len(data) == 0:
+                raise TrainingError(f"the {name} data is empty: {paths_[0]} / {paths_[1]} hold no sentence pairs")
         self.fingerprint = config_fingerprint(variant, seed, init_from)
         # deterministic kernels where PyTorch has them; recorded in env.json
         torch.use_deterministic_algorithms(True, warn_only=True)
         if self.device.type == "cuda":
             torch.backends.cudnn.benchmark = False
+
+    def _drop_long_pairs(self) -> None:
+        """train.max_len: training pairs longer than this on either side are not trained on
+        (data preparation usually dropped them already, with data.max_len)."""
+        limit, data = self.cfg.max_len, self.train_data
+        keep = [i for i in range(len(data)) if len(data.src[i]) <= limit and len(data.tgt[i]) <= limit]
+        if len(keep) < len(data):
+            print(f"[train] dropped {len(data) - len(keep)} of {len(data)} training pairs longer than "
+                  f"train.max_len={limit}", file=sys.stderr)
+            self.train_data = ParallelData([data.src[i] for i in keep], [data.tgt[i] for i in keep])
 
     # -- state ---------------------------------------------------------------------------------
     def _fresh_model(self) -> Seq2Seq:
@@ -194,7 +210,14 @@ class Trainer:
     def _resume_state(self) -> dict[str, Any] | None:
         if not self.paths.last.exists():
             return None
-        state = checkpoint.load(self.paths.last)
+        try:
+            state = checkpoint.load(self.paths.last)
+        except (RuntimeError, EOFError, ValueError) as err:
+            corrupt = self.paths.last.with_suffix(".corrupt.pt")
+            os.replace(self.paths.last, corrupt)
+            print(f"[train] {self.paths.last} cannot be read ({str(err).splitlines()[0]}); moved to {corrupt}, "
+                  f"starting afresh", file=sys.stderr)
+            return None
         if state.get("fingerprint") != self.fingerprint:
             stale = self.paths.last.with_suffix(".stale.pt")
             os.replace(self.paths.last, stale)
@@ -269,6 +292,8 @@ class Trainer:
                        mininterval=0.1 if sys.stderr.isatty() else 30)  # log files get a line per 30 s
             nll_sum, tok_sum, t_start = 0.0, 0, time.perf_counter()
             while batch_index < len(batches):
+                if cfg.max_steps and step >= cfg.max_steps:
+                    break  # also on a rerun of a finished run: no extra step
                 batch = collate(self.train_data, batches[batch_index]).to(self.device)
                 try:
                     with autocast:
@@ -320,7 +345,13 @@ class Trainer:
         return True
 
     def _evaluate(self, model, log, epoch, step, lr, nll_sum, tok_sum, speed, best) -> float:
-        dev_nll, dev_tokens = evaluate_nll(model, self.dev_data, self.cfg.batch_size, self.device)
+        try:
+            dev_nll, dev_tokens = evaluate_nll(model, self.dev_data, self.cfg.batch_size, self.device)
+        except torch.cuda.OutOfMemoryError:
+            raise TrainingError(
+                f"out of GPU memory evaluating dev perplexity with batches of {self.cfg.batch_size} sentences; "
+                f"lower train.batch_size"
+            ) from None
         if not math.isfinite(dev_nll):
             raise TrainingError(
                 f"dev loss became {dev_nll} at epoch {epoch}, step {step}: the model diverged; "

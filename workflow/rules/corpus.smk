@@ -1,5 +1,7 @@
 # Obtain the raw parallel corpus: generated from a seed (offline default) or fetched into the
-# download cache and verified by sha256 (nmtlib/data/corpora.yaml).
+# download cache and verified by sha256 (nmtlib/data/corpora.yaml). Either way the raw splits
+# end up as plain UTF-8 text under results/<experiment>/corpus/, so every later rule reads a
+# file that a rule made (`snakemake -n` needs no data) and never an unverified cache file.
 
 
 def corpus_cache():
@@ -8,11 +10,14 @@ def corpus_cache():
     return config.get("cache_dir") or os.environ.get("NMTLIB_CACHE") or str(Path.home() / ".cache" / "nmtlib")
 
 
+def cache_file(split, side):
+    """A split's file inside the data set's cache folder, as named by data.splits."""
+    return str(Path(corpus_cache()).expanduser() / DATA["corpus"] / DATA["splits"][split][side])
+
+
 def raw_file(split, side):
-    """The untokenized file of a split: generated under results/, or in the download cache."""
-    if SYNTHETIC:
-        return f"{R}/corpus/{split}.{side}"
-    return str(Path(corpus_cache()) / DATA["corpus"] / DATA["splits"][split][side])
+    """The untokenized text of a split, one segment per line: generated, or copied from the cache."""
+    return f"{R}/corpus/{split}.{side}"
 
 
 if SYNTHETIC:
@@ -24,8 +29,11 @@ if SYNTHETIC:
             lexicon=f"{R}/corpus/lexicon.tsv",
         params:
             out=f"{R}/corpus",
+            # scalars, not the dict: Snakemake compares params as text, and key order must not matter
             seed=DATA["synthetic"]["seed"],
-            sizes=DATA["synthetic"],
+            train=DATA["synthetic"]["train"],
+            dev=DATA["synthetic"]["dev"],
+            test=DATA["synthetic"]["test"],
         log:
             f"{LOGS}/generate_corpus.log",
         resources:
@@ -33,20 +41,72 @@ if SYNTHETIC:
             runtime=10,
         shell:
             "{NMTLIB} corpus synthetic --out {params.out:q} --seed {params.seed}"
-            " --train {params.sizes[train]} --dev {params.sizes[dev]} --test {params.sizes[test]} > {log:q} 2>&1"
+            " --train {params.train} --dev {params.dev} --test {params.test} > {log:q} 2>&1"
 
 else:
 
+    def _registry_entries():
+        """File of the data set (relative to its cache folder) -> the registry entry that provides it."""
+        from nmtlib.cli import NmtlibError
+        from nmtlib.data.download import load_registry
+
+        try:
+            ds = load_registry().dataset(DATA["corpus"])
+        except NmtlibError as err:
+            raise WorkflowError(f"invalid configuration: data.corpus: {err}") from None
+        entries = {}
+        for entry in ds.files.values():
+            entries[entry.tofu_key] = entry.name
+            if entry.extract_to is not None:
+                entries.update({f"{entry.extract_to[len(ds.name) + 1:]}/{m}": entry.name for m in entry.members})
+        return entries
+
+    def _needed_entries():
+        """Registry entries the splits need: checked at parse time, so a typo fails `snakemake -n`."""
+        entries = _registry_entries()
+        needed = []
+        for split, files in DATA["splits"].items():
+            for side, name in files.items():
+                if name not in entries:
+                    raise WorkflowError(
+                        f"invalid configuration: data.splits.{split}.{side}: {name!r} is not a file of data set "
+                        f"{DATA['corpus']!r} (nmtlib/data/corpora.yaml), so it cannot be checksum-verified; "
+                        f"its files: {sorted(entries)}"
+                    )
+                needed.append(entries[name])
+        return list(dict.fromkeys(needed))
+
     rule download_corpus:
+        # fetches (or finds in the cache) and sha256-verifies the files the splits need; a corrupt
+        # cached file is moved aside and fetched again, or the job fails naming URL and path
         output:
             manifest=f"{R}/corpus/download.json",
         params:
             corpus=DATA["corpus"],
             cache=corpus_cache(),
+            files=" ".join(f"--file {shlex.quote(name)}" for name in _needed_entries()),
         log:
             f"{LOGS}/download_corpus.log",
         resources:
             mem_mb=1000,
             runtime=120,
         shell:
-            "{NMTLIB} download {params.corpus:q} --cache {params.cache:q} 2> {log:q} | tail -n 1 > {output.manifest:q}"
+            "{NMTLIB} download {params.corpus:q} --cache {params.cache:q} {params.files}"
+            " 2> {log:q} | tail -n 1 > {output.manifest:q}"
+
+    rule copy_split:
+        # the verified cache file (gzip or plain) as plain text; runs only after download_corpus
+        # verified it (the manifest is the proof)
+        input:
+            manifest=f"{R}/corpus/download.json",
+        output:
+            f"{R}/corpus/{{split}}.{{side}}",
+        params:
+            path=lambda w: cache_file(w.split, w.side),
+        log:
+            f"{LOGS}/copy_split/{{split}}.{{side}}.log",
+        resources:
+            mem_mb=1000,
+            runtime=30,
+        shell:
+            "gzip -cdf {params.path:q} > {output:q} 2> {log:q}"

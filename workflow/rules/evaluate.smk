@@ -21,7 +21,7 @@ rule score_translation:
         f"{R}/scores/{{variant}}/{{run}}/test.{{setting}}.json",
     params:
         prefix=lambda w: f"{R}/translations/{w.variant}/{w.run}/test.{w.setting}",
-        raw_ref=lambda w, input: f"--raw-ref {shlex.quote(input.raw_ref)}" if input.raw_ref else "",
+        raw_ref=lambda w, input: f"--raw-ref {shlex.quote(input.raw_ref[0])}" if input.raw_ref else "",
         tgt_lang=DATA["tgt"],
         tgt_tok=DATA.get("tokenizer", {}).get("tgt", "none"),
         width=config.get("report", {}).get("bucket_width", 10),

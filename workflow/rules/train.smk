@@ -4,15 +4,19 @@
 
 
 def variant_spec(name):
-    """The variant as in the config, for nmtlib train. It is a rule parameter, so a change
-    retrains; report labels (description, paper_row) are left out so editing them does not."""
-    strip = lambda options: {k: v for k, v in options.items() if k not in LABEL_KEYS}  # noqa: E731
+    """What trains a variant, for nmtlib train. It is a rule parameter, so a change retrains —
+    hence only what changes the weights: the variant's own options (no decoding options, no report
+    labels), the experiment's train defaults, and the chain of variants it fine-tunes from."""
+    keep = lambda options: {k: v for k, v in options.items() if k not in (*LABEL_KEYS, "decode")}  # noqa: E731
+    chain, parent = {}, config["variants"][name].get("finetune_from")
+    while parent is not None:
+        chain[parent] = keep(config["variants"][parent])
+        parent = config["variants"][parent].get("finetune_from")
     return json.dumps({
         "name": name,
-        "options": strip(config["variants"][name]),
+        "options": keep(config["variants"][name]),
         "train_defaults": config.get("train") or {},
-        "decode_defaults": config.get("decode") or {},
-        "variants": {n: strip(v) for n, v in config["variants"].items()},
+        "variants": {name: keep(config["variants"][name]), **chain},
     }, sort_keys=True)
 
 

@@ -1,0 +1,737 @@
+"""Faults and bad input: one test per row of docs/reliability.md that no other test file covers.
+
+Rows already covered elsewhere (SIGKILL/SIGTERM resume, NaN, download faults, line-count
+mismatch, invalid UTF-8, ...) point at those tests in the table; nothing here duplicates them.
+Every fault is real: a real tmpfs that fills up, real signals to a real ``snakemake``, a real
+pickle payload, real paths with spaces and ``;``. The one injected fault is the out-of-GPU-memory
+error (there is no GPU here): the real ``torch.cuda.OutOfMemoryError`` is raised inside the real
+model's forward pass, where CUDA would raise it.
+
+The tests named B1–B8 in docs/reliability.md were written against bugs this suite found; the
+bugs are fixed and the tests keep them fixed.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import math
+import os
+import pickle
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+import yaml
+
+from nmtlib.cli import NmtlibError
+from nmtlib.cli import main as nmtlib_main
+from nmtlib.train import checkpoint
+
+from conftest import ROOT, SHARED, SMALL
+
+SNAKEFILE = ROOT / "Snakefile"
+TINY = ROOT / "tests" / "configs" / "tiny.yaml"
+#: a name that runs a command if a shell ever sees it unquoted (the file it would create is
+#: looked for afterwards): a space, `;` and a command substitution
+HOSTILE = "a b; touch INJECTED; $(touch SUBSTITUTED)"
+INJECTED_NAMES = ("INJECTED", "SUBSTITUTED")
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def tiny_config(change=None) -> dict:
+    config = yaml.safe_load(TINY.read_text())
+    if change is not None:
+        change(config)
+    return config
+
+
+def write_yaml(path: Path, config: dict) -> Path:
+    # keep the key order: Snakemake compares dict-valued params by their repr (B8)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def shell_commands(log: str) -> list[list[str]]:
+    """The commands ``snakemake -p`` printed, split as the shell splits them."""
+    prefix = "Shell command: "
+    return [shlex.split(line[len(prefix):]) for line in log.splitlines() if line.startswith(prefix)]
+
+
+def injected_files(*roots: Path) -> list[Path]:
+    return [p for root in roots if root.exists() for p in root.rglob("*") if p.name in INJECTED_NAMES]
+
+
+@pytest.fixture
+def torch_globals():
+    """In-process training flips process-wide torch switches: put them back."""
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    grad = torch.is_grad_enabled()
+    yield
+    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    torch.set_grad_enabled(grad)
+
+
+# == Config ====================================================================================
+
+def _corpus(name: str, test_src: str = "test_2016_flickr.de.gz"):
+    def change(c):
+        c["data"] = {"corpus": name, "splits": {
+            "train": {"src": "train.de.gz", "tgt": "train.en.gz"},
+            "dev": {"src": "val.de.gz", "tgt": "val.en.gz"},
+            "test": {"src": test_src, "tgt": "test_2016_flickr.en.gz"},
+        }}
+    return change
+
+
+@pytest.mark.parametrize("change, expected", [
+    pytest.param(lambda c: c["variants"]["base"].update(windoww=3),
+                 ["invalid configuration: variants.base: unknown key(s) ['windoww']; allowed keys:", "'window'"],
+                 id="unknown-variant-option"),
+    pytest.param(_corpus("wmt99"), ["invalid configuration: data.corpus: unknown data set 'wmt99'",
+                                    "valid names:", "multi30k"], id="unknown-data-set"),
+    pytest.param(_corpus("multi30k", "test_2099.de.gz"),
+                 ["invalid configuration: data.splits.test.src: 'test_2099.de.gz' is not a file of data set "
+                  "'multi30k'", "cannot be checksum-verified"], id="file-not-in-data-set"),
+    pytest.param(lambda c: c["variants"].update({"x; touch INJECTED": {"attention": "none"}}),
+                 ["invalid configuration: variants: 'x; touch INJECTED' does not match "
+                  "'^[A-Za-z0-9][A-Za-z0-9._+-]*$'"], id="variant-name-with-semicolon"),
+])
+def test_config_error_names_the_key_before_any_job(tmp_path, change, expected):
+    config = write_yaml(tmp_path / "config.yaml", tiny_config(change))
+    run = snakemake(tmp_path, "-n", "--configfile", str(config), timeout=120)
+    message = run.stdout + run.stderr
+    assert run.returncode != 0
+    for part in expected:
+        assert part in message, message[-3000:]
+    assert not (tmp_path / "results").exists() and not injected_files(tmp_path)
+
+
+def test_yaml_python_tags_are_refused_by_every_yaml_reader(tmp_path):
+    from nmtlib.commands.train import load_variant
+    from nmtlib.data.download import load_registry
+
+    marker = tmp_path / "YAML_PAYLOAD_RAN"
+    payload = f'!!python/object/apply:os.system ["touch {marker}"]'
+    # the workflow config: Snakemake reads it (yte, a safe loader) before the Snakefile runs
+    config = tmp_path / "config.yaml"
+    config.write_text(f"experiment: {payload}\ndata: {{corpus: synthetic}}\nvariants: {{base: {{}}}}\n")
+    run = snakemake(tmp_path, "-n", "--configfile", str(config), timeout=120)
+    assert run.returncode != 0
+    assert "Config file is not valid JSON or YAML" in run.stdout + run.stderr
+    # nmtlib's own YAML readers (yaml.safe_load) name the file, the line and the tag
+    variant = tmp_path / "variant.yaml"
+    variant.write_text(f"name: {payload}\noptions: {{}}\n")
+    with pytest.raises(NmtlibError, match=rf"{re.escape(str(variant))}: could not determine a constructor "
+                                          r"for the tag 'tag:yaml.org,2002:python/object/apply:os.system'"):
+        load_variant(variant)
+    registry = tmp_path / "corpora.yaml"
+    registry.write_text(f"datasets:\n  toy: {payload}\n")
+    with pytest.raises(NmtlibError, match=rf"{re.escape(str(registry))}:2: invalid YAML"):
+        load_registry(registry)
+    assert not marker.exists() and not (tmp_path / "results").exists()
+
+
+# == Corpus ====================================================================================
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def _prepare(tmp_path: Path, src: Path, tgt: Path, name: str, *options: str) -> int:
+    return nmtlib_main([
+        "prepare", "--src", str(src), "--tgt", str(tgt), "--src-lang", "en", "--tgt-lang", "de",
+        "--src-tokenizer", "moses", "--tgt-tokenizer", "moses", "--no-escape",
+        "--out-src", str(tmp_path / f"{name}.src"), "--out-tgt", str(tmp_path / f"{name}.tgt"),
+        "--stats", str(tmp_path / f"{name}.json"), *options,
+    ])
+
+
+def test_a_10000_token_line_is_dropped_and_counted_in_training_and_kept_in_test(tmp_path, capsys):
+    huge_src = " ".join(f"w{i}" for i in range(10_000))
+    huge_tgt = " ".join(f"v{i}" for i in range(10_000))
+    src, tgt = tmp_path / "raw.en", tmp_path / "raw.de"
+    src.write_text(f"A cat.\n{huge_src}\nA dog.\n", encoding="utf-8")
+    tgt.write_text(f"Eine Katze.\n{huge_tgt}\nEin Hund.\n", encoding="utf-8")
+    # training split (the workflow passes --max-len data.max_len --drop-empty): dropped, counted
+    assert _prepare(tmp_path, src, tgt, "train", "--max-len", "50", "--drop-empty") == 0
+    assert _lines(tmp_path / "train.src") == ["A cat .", "A dog ."]
+    assert json.loads((tmp_path / "train.json").read_text()) == {
+        "read": 3, "kept": 2, "dropped_long": 1, "dropped_empty": 0, "dropped_ratio": 0}
+    assert "read 3, kept 2, dropped 1 (empty 0, long 1, ratio 0)" in capsys.readouterr().err
+    # test split (no filter): kept whole, line i stays line i
+    assert _prepare(tmp_path, src, tgt, "test") == 0
+    test_src, test_tgt = _lines(tmp_path / "test.src"), _lines(tmp_path / "test.tgt")
+    assert [len(line.split()) for line in test_src] == [3, 10_000, 3]
+    assert test_src[1] == huge_src and test_tgt[1] == huge_tgt
+
+
+def test_an_empty_split_is_an_error_naming_both_files(tmp_path, capsys):
+    src, tgt = tmp_path / "empty.en", tmp_path / "empty.de"
+    src.write_text("")
+    tgt.write_text("")
+    assert _prepare(tmp_path, src, tgt, "test") == 2
+    err = capsys.readouterr().err
+    assert f"nmtlib prepare: error: no sentence pairs in {src} / {tgt}: both files are empty" in err
+    # a training split that the filters empty completely
+    src.write_text("one two three\nfour five six\n")
+    tgt.write_text("eins zwei\ndrei\n")
+    assert _prepare(tmp_path, src, tgt, "train", "--max-len", "2") == 2
+    err = capsys.readouterr().err
+    assert (f"no sentence pairs in {src} / {tgt}: every pair was dropped: read 2, kept 0, dropped 2 "
+            f"(empty 0, long 2, ratio 0)") in err
+    # nothing was written that a later step could mistake for a prepared split
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.de", "empty.en"]
+
+
+def test_scoring_an_empty_test_set_is_an_error(tmp_path, capsys):
+    for name in ("ref", "src", "hyp.txt", "hyp.unk.txt", "hyp.jsonl"):
+        (tmp_path / name).write_text("")
+    out = tmp_path / "score.json"
+    rc = nmtlib_main(["evaluate", "translation", "--prefix", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref"),
+                      "--src", str(tmp_path / "src"), "--out", str(out)])
+    assert rc == 2
+    assert f"{tmp_path / 'ref'} is empty" in capsys.readouterr().err and not out.exists()
+
+
+def test_training_on_an_empty_corpus_is_an_error(tiny_corpus, tmp_path, torch_globals, capsys):
+    (tmp_path / "train.src").write_text("")
+    (tmp_path / "train.tgt").write_text("")
+    rc = nmtlib_main([
+        "train", "--variant-json", json.dumps(TRAIN_SPEC), "--threads", "1", "--no-progress",
+        "--train-src", str(tmp_path / "train.src"), "--train-tgt", str(tmp_path / "train.tgt"),
+        "--dev-src", str(tiny_corpus / "dev.src"), "--dev-tgt", str(tiny_corpus / "dev.tgt"),
+        "--src-vocab", str(tiny_corpus / "vocab.src"), "--tgt-vocab", str(tiny_corpus / "vocab.tgt"),
+        "--out-dir", str(tmp_path / "model"),
+    ])
+    assert rc == 2 and "train.src" in capsys.readouterr().err
+    assert not (tmp_path / "model" / "model.pt").exists()
+
+
+#: one model per attention score (and the local/flexible mechanisms), at toy size
+LONG_SOURCE_VARIANTS = {
+    "global-dot": dict(SMALL, layers=1, attention="global", score="dot"),
+    "global-general": dict(SMALL, layers=1, attention="global", score="general"),
+    "global-concat": dict(SMALL, layers=1, attention="global", score="concat"),
+    "rnnsearch-additive": dict(SMALL, arch="rnnsearch", output_size=16),
+    "global-location": dict(SMALL, layers=1, attention="global", score="location", max_positions=60),
+    "local-m-general": dict(SMALL, layers=1, attention="local-m", score="general", window=3),
+    "local-p-general": dict(SMALL, layers=1, attention="local-p", score="general", window=3),
+    "shu-flexible": dict(SMALL, arch="shu", attention="flexible", output_size=16),
+}
+
+
+@pytest.mark.parametrize("name", LONG_SOURCE_VARIANTS)
+def test_a_test_sentence_longer_than_any_training_sentence_decodes(tiny_corpus, tmp_path, name):
+    from nmtlib.config import resolve_variant
+    from nmtlib.data.batching import ParallelData, read_lines
+    from nmtlib.data.vocab import Vocabulary
+    from nmtlib.decode.translate import DecodeOptions, decode_data
+    from nmtlib.models.builder import build_model, init_uniform
+
+    train = read_lines(tiny_corpus / "train.src")
+    longest = max(len(line.split()) for line in train)
+    words = " ".join(train).split()
+    long_line = " ".join(words[:200])
+    assert len(long_line.split()) == 200 > 3 * longest
+    src = tmp_path / "test.src"
+    src.write_text(f"\n{long_line}\n{train[0]}\n", encoding="utf-8")  # an empty line too
+    sv, tv = Vocabulary.load(tiny_corpus / "vocab.src"), Vocabulary.load(tiny_corpus / "vocab.tgt")
+    variant = resolve_variant(name, LONG_SOURCE_VARIANTS[name])
+    torch.manual_seed(0)
+    model = build_model(variant.model, len(sv), len(tv))
+    init_uniform(model, 0.1)
+    data = ParallelData.load(src, None, sv, tv)
+    with torch.no_grad():
+        hyps, _ = decode_data([model.eval()], data, DecodeOptions(beam=3, max_len_ratio=0.1, batch_size=3),
+                              torch.device("cpu"))
+    # back in input order (decoding sorts by length), and no weight on another sentence's padding
+    # (an empty source line is read as one <eos>)
+    for h, length in zip(hyps, [1, 200, len(train[0].split())]):
+        assert torch.isfinite(torch.tensor(h.score)) and len(h.tokens) <= math.ceil(0.1 * length) + 10
+        assert h.attention.shape[1] == 200 and (h.attention[:, length:] == 0).all()
+        assert (h.attention >= 0).all() and torch.isfinite(torch.from_numpy(h.attention)).all()
+    attention = hyps[1].attention
+    if variant.model.score == "location":
+        # L_max = max_positions: the location score has no weight for positions past it
+        assert (attention[:, 60:] == 0).all()
+        assert attention[:, :60].sum(1) == pytest.approx(1.0, abs=1e-5)
+    elif variant.model.attention == "global":
+        assert (attention[:, 60:].sum() > 0) and attention.sum(1) == pytest.approx(1.0, abs=1e-5)
+
+
+# == Training ==================================================================================
+
+TRAIN_SPEC = {
+    "name": "g",
+    "options": {
+        "embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global", "score": "general",
+        "train": {"optimizer": "adam", "lr": 0.01, "loss_norm": "tokens", "batch_size": 32, "epochs": 1,
+                  "checkpoint_every": 3, "max_steps": 6},
+    },
+}
+
+
+def train_args(corpus: Path, out: Path) -> list[str]:
+    return [
+        "train", "--variant-json", json.dumps(TRAIN_SPEC), "--threads", "1", "--no-progress",
+        "--train-src", str(corpus / "train.src"), "--train-tgt", str(corpus / "train.tgt"),
+        "--dev-src", str(corpus / "dev.src"), "--dev-tgt", str(corpus / "dev.tgt"),
+        "--src-vocab", str(corpus / "vocab.src"), "--tgt-vocab", str(corpus / "vocab.tgt"),
+        "--out-dir", str(out),
+    ]
+
+
+def train_in_process(corpus: Path, out: Path) -> tuple[int | str, str]:
+    """``nmtlib train`` in this process (no interpreter start-up): exit code, or the exception
+    that would end the command with a traceback, and what it printed on stderr."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            rc: int | str = nmtlib_main(train_args(corpus, out))
+        except Exception as exc:  # noqa: BLE001 — the command would die with this traceback
+            rc = f"uncaught {type(exc).__name__}"
+            print("".join(traceback.format_exception(exc)), file=sys.stderr)
+    return rc, err.getvalue()
+
+
+def same_weights(a: Path, b: Path) -> bool:
+    wa, wb = checkpoint.load(a)["model"], checkpoint.load(b)["model"]
+    return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+@pytest.fixture(scope="module")
+def disk_full(tiny_corpus, tmp_path_factory) -> SimpleNamespace:
+    """A training run whose folder is a real tmpfs with room for one checkpoint but not for the
+    temporary copy of the next; then the same run resumed once there is room again."""
+    base = tmp_path_factory.mktemp("diskfull")
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    try:
+        rc, err = train_in_process(tiny_corpus, base / "reference")
+        assert rc == 0, err
+        size = (base / "reference" / "checkpoints" / "last.pt").stat().st_size
+        mnt = base / "small disk"
+        mnt.mkdir()
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size * 3 // 2 + 64 * 1024}", "tmpfs",
+                                  str(mnt)], capture_output=True, text=True)
+        if mounted.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs (needs root): {mounted.stderr.strip()}")
+        try:
+            out = mnt / "run"
+            rc, err = train_in_process(tiny_corpus, out)
+            facts = SimpleNamespace(
+                returncode=rc, stderr=err,
+                files=sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()),
+                step=checkpoint.load(out / "checkpoints" / "last.pt")["step"],
+            )
+            subprocess.run(["mount", "-o", f"remount,size={size * 8}", str(mnt)], check=True)  # space freed
+            facts.resumed_returncode, facts.resumed_stderr = train_in_process(tiny_corpus, out)
+            facts.identical = facts.resumed_returncode == 0 and same_weights(out / "model.pt",
+                                                                             base / "reference" / "model.pt")
+        finally:
+            if subprocess.run(["umount", str(mnt)]).returncode != 0:
+                subprocess.run(["umount", "-l", str(mnt)])
+    finally:
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    return facts
+
+
+def test_disk_full_while_writing_a_checkpoint_keeps_the_previous_one(disk_full):
+    assert disk_full.returncode == 2
+    assert "No space left on device" in disk_full.stderr
+    # the checkpoint of step 3 is intact, no temporary file is left, no model.pt pretends to be done
+    assert disk_full.step == 3
+    assert disk_full.files == ["checkpoints/last.pt", "env.json", "train_log.csv"]
+    # once there is room again the run resumes from it and ends exactly where an undisturbed run ends
+    assert disk_full.resumed_returncode == 0, disk_full.resumed_stderr
+    assert "resuming from" in disk_full.resumed_stderr and "step 3" in disk_full.resumed_stderr
+    assert disk_full.identical
+
+
+def test_disk_full_error_is_one_line_naming_the_checkpoint(disk_full):
+    assert disk_full.returncode == 2  # one "nmtlib train: error: ..." line, not a traceback
+    assert "checkpoints/last.pt" in disk_full.stderr and "No space left on device" in disk_full.stderr
+
+
+def _oom_in(mode: str):
+    """A forward pre-hook that raises CUDA's real out-of-memory error in the 4th training forward
+    pass (after the checkpoint of step 3), or in the first evaluation pass."""
+    from nmtlib.models.seq2seq import Seq2Seq
+
+    seen = {"train": 0}
+
+    def hook(module, args):
+        if not isinstance(module, Seq2Seq):
+            return
+        if module.training:
+            seen["train"] += 1
+        if (mode == "update" and module.training and seen["train"] == 4) or (mode == "eval" and not module.training):
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (injected)")
+
+    return torch.nn.modules.module.register_module_forward_pre_hook(hook)
+
+
+def _train_with_oom(mode, corpus, out) -> int | str:
+    handle = _oom_in(mode)
+    try:
+        return nmtlib_main(train_args(corpus, out))
+    except torch.cuda.OutOfMemoryError:
+        return "uncaught OutOfMemoryError"
+    finally:
+        handle.remove()
+
+
+def test_out_of_gpu_memory_names_the_batch_size_to_lower(tiny_corpus, tmp_path, torch_globals, capsys):
+    assert _train_with_oom("update", tiny_corpus, tmp_path) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"nmtlib train: error: out of GPU memory on a batch of \d+ sentences \(\d+ target tokens\); "
+                     r"lower train.batch_size \(now 32\)", err), err
+    assert checkpoint.load(tmp_path / "checkpoints" / "last.pt")["step"] == 3  # the last good state
+    assert not (tmp_path / "model.pt").exists()
+
+
+def test_out_of_gpu_memory_during_dev_evaluation_names_the_batch_size(tiny_corpus, tmp_path, torch_globals,
+                                                                       capsys):
+    assert _train_with_oom("eval", tiny_corpus, tmp_path) == 2
+    assert "train.batch_size" in capsys.readouterr().err
+
+
+def test_rerunning_a_finished_max_steps_run_trains_no_further(tiny_corpus, tmp_path, torch_globals):
+    assert nmtlib_main(train_args(tiny_corpus, tmp_path)) == 0
+    (tmp_path / "model.pt").unlink()  # what Snakemake does before it reruns the job
+    assert nmtlib_main(train_args(tiny_corpus, tmp_path)) == 0
+    assert checkpoint.load(tmp_path / "checkpoints" / "last.pt")["step"] == 6
+
+
+def test_a_corrupt_last_checkpoint_is_named_kept_aside_and_training_starts_afresh(
+        tiny_corpus, tmp_path, torch_globals, capsys):
+    last = tmp_path / "checkpoints" / "last.pt"
+    last.parent.mkdir()
+    last.write_bytes(b"PK\x03\x04 cut short by a copy that did not finish")
+    try:
+        rc = nmtlib_main(train_args(tiny_corpus, tmp_path))
+    except Exception as err:  # noqa: BLE001 — what the user would see as a traceback
+        rc = f"uncaught {type(err).__name__}: {err}"
+    err = capsys.readouterr().err
+    assert rc == 0 and f"{last} cannot be read" in err and "starting afresh" in err
+    corrupt = tmp_path / "checkpoints" / "last.corrupt.pt"
+    assert corrupt.read_bytes().startswith(b"PK\x03\x04 cut short")  # kept for inspection, not deleted
+    assert checkpoint.load(last)["step"] == 6
+
+
+# == Decoding and scoring =====================================================================
+
+def _translation(tmp_path: Path, hyps: list[str], refs: list[str]) -> list[str]:
+    prefix = tmp_path / "test.beam3"
+    for ext in (".txt", ".unk.txt"):
+        Path(f"{prefix}{ext}").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    details = [{"scores_computed": 4, "hypothesis_steps": 2, "time_ms": 1.0, "length": len(h.split())} for h in hyps]
+    Path(f"{prefix}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in details))
+    (tmp_path / "ref").write_text("".join(r + "\n" for r in refs))
+    (tmp_path / "src").write_text("".join(r + "\n" for r in refs))
+    return ["evaluate", "translation", "--prefix", str(prefix), "--ref", str(tmp_path / "ref"),
+            "--src", str(tmp_path / "src"), "--out", str(tmp_path / "score.json")]
+
+
+def test_empty_hypothesis_lines_are_scored_in_place(tmp_path):
+    refs = ["a b c d", "e f g h", "i j k l"]
+    assert nmtlib_main(_translation(tmp_path, ["a b c d", "", "i j k l"], refs)) == 0
+    score = json.loads((tmp_path / "score.json").read_text())
+    assert score["sentences"] == 3
+    bleu = score["bleu"]
+    # every hypothesis n-gram matches its own reference (nothing shifted); only the brevity penalty bites
+    assert bleu["precisions"] == [100.0] * 4 and (bleu["hyp_len"], bleu["ref_len"]) == (8, 12) and bleu["bp"] < 1
+
+
+def test_a_hypothesis_file_shorter_than_the_reference_fails_and_keeps_the_old_score(tmp_path, capsys):
+    args = _translation(tmp_path, ["a b c d", "e f g h"], ["a b c d", "e f g h", "i j k l"])
+    (tmp_path / "score.json").write_text('{"bleu": "from the previous, complete run"}\n')
+    assert nmtlib_main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'test.beam3.txt'} has 2 lines but {tmp_path / 'ref'} has 3 lines" in err
+    assert json.loads((tmp_path / "score.json").read_text()) == {"bleu": "from the previous, complete run"}
+
+
+def test_gold_links_outside_the_sentence_are_recorded_in_the_score_file(tmp_path):
+    (tmp_path / "src").write_text("a b\nc d e\n")
+    (tmp_path / "tgt").write_text("x y\nz w\n")
+    (tmp_path / "gold").write_text("1-1 2-2 3-2\n1-1 2p2\n")  # 3-2: the source has 2 words
+    (tmp_path / "links").write_text("1-1 2-2\n1-1 2-2\n")
+    out = tmp_path / "aer.json"
+    assert nmtlib_main(["evaluate", "alignment", "--gold", str(tmp_path / "gold"), "--links", str(tmp_path / "links"),
+                        "--src", str(tmp_path / "src"), "--tgt", str(tmp_path / "tgt"), "--out", str(out)]) == 0
+    score = json.loads(out.read_text())
+    assert score["out_of_bounds"] == [
+        f"{tmp_path / 'gold'}:1: link(s) 3-2 outside the sentence (2 source x 2 target words)"]
+    # counted as aer.py counts it (|S| = 4 with the out-of-bounds link), not silently dropped
+    assert score["sure_links"] == 4 and score["recall"] == pytest.approx(3 / 4)
+
+
+# == Security ==================================================================================
+
+class _Payload:
+    """Unpickling this runs ``touch MARKER``."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {shlex.quote(self.marker)}",))
+
+
+def test_a_checkpoint_with_a_pickle_payload_is_refused(tiny_corpus, tmp_path, torch_globals, capsys):
+    marker = tmp_path / "PICKLE_PAYLOAD_RAN"
+    evil = tmp_path / "model.pt"
+    torch.save({"model": _Payload(marker), "variant": {}, "step": 1}, evil)
+    with pytest.raises(ValueError, match="refusing to load"):
+        checkpoint.load(evil)
+    assert not marker.exists()
+    common = ["--src", str(tiny_corpus / "test.src"), "--src-vocab", str(tiny_corpus / "vocab.src"),
+              "--tgt-vocab", str(tiny_corpus / "vocab.tgt"), "--threads", "1"]
+    rc = nmtlib_main(["evaluate", "perplexity", "--model", str(evil), "--tgt", str(tiny_corpus / "test.tgt"),
+                      "--out", str(tmp_path / "ppl.json"), *common])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"nmtlib evaluate: error: {evil}: refusing to load" in err and "GLOBAL posix.system" in err
+    # translate refuses too, in one line (B6)
+    assert _translate(evil, tiny_corpus, tmp_path) != 0
+    assert not marker.exists() and not (tmp_path / "ppl.json").exists() and not (tmp_path / "out.txt").exists()
+
+
+def _translate(model: Path, corpus: Path, tmp_path: Path) -> int | str:
+    try:
+        return nmtlib_main(["translate", "--model", str(model), "--src", str(corpus / "test.src"), "--no-progress",
+                            "--src-vocab", str(corpus / "vocab.src"), "--tgt-vocab", str(corpus / "vocab.tgt"),
+                            "--threads", "1", "--out-prefix", str(tmp_path / "out")])
+    except Exception as err:  # noqa: BLE001 — what the user would see as a traceback
+        return f"uncaught {type(err).__name__}: {err}"
+
+
+def test_translate_refuses_a_pickle_payload_in_one_line_naming_the_file(tiny_corpus, tmp_path, torch_globals,
+                                                                        capsys):
+    evil = tmp_path / "model.pt"
+    torch.save({"model": _Payload(tmp_path / "PICKLE_PAYLOAD_RAN"), "variant": {}}, evil)
+    assert _translate(evil, tiny_corpus, tmp_path) == 2 and str(evil) in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (SHARED / "data" / "multi30k" / "train.de.gz").is_file(), reason="shared data not available")
+def test_a_cache_dir_with_spaces_and_semicolons_reaches_the_shell_quoted(tmp_path):
+    files = ["train.de.gz", "train.en.gz", "val.de.gz", "val.en.gz", "test_2016_flickr.de.gz",
+             "test_2016_flickr.en.gz"]
+    cache = tmp_path / f"cache {HOSTILE}"
+    (cache / "multi30k").mkdir(parents=True)
+    for name in files:  # a filled cache: verified by sha256, no network needed
+        shutil.copyfile(SHARED / "data" / "multi30k" / name, cache / "multi30k" / name)
+    config = tiny_config(_corpus("multi30k"))
+    config.update(experiment="quoting", cache_dir=str(cache))
+    work = tmp_path / f"work {HOSTILE}"
+    work.mkdir()
+    path = write_yaml(tmp_path / "config.yaml", config)
+    targets = [f"results/quoting/corpus/{s}.{side}" for s in ("train", "dev", "test") for side in ("src", "tgt")]
+    run = snakemake(work, *targets, "--cores", "1", "-p", "--configfile", str(path))
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    commands = shell_commands(run.stdout + run.stderr)
+    download = next(c for c in commands if "download" in c)
+    assert download[download.index("--cache") + 1] == str(cache)
+    copies = [c for c in commands if c[:2] == ["gzip", "-cdf"]]
+    assert sorted(c[2] for c in copies) == sorted(str(cache / "multi30k" / f) for f in files)
+    # the commands did what the quoted paths say, and nothing else
+    for split, name in (("train", "train"), ("dev", "val"), ("test", "test_2016_flickr")):
+        for side, lang in (("src", "de"), ("tgt", "en")):
+            copied = (work / "results" / "quoting" / "corpus" / f"{split}.{side}").read_bytes()
+            assert copied == gzip.decompress((cache / "multi30k" / f"{name}.{lang}.gz").read_bytes())
+    assert not injected_files(tmp_path) and not injected_files(ROOT)
+
+
+# == Workflow: interruption, rerun, quoting ======================================================
+
+def _wait_for(condition, proc: subprocess.Popen, log: Path, what: str, timeout: float = 300) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"snakemake ended (code {proc.returncode}) before {what}:\n{log.read_text()[-3000:]}")
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def _snapshot(work: Path) -> dict[str, tuple[int, str]]:
+    """results/ file -> (mtime in ns, sha256), checkpoints left out (rewritten on resume by design)."""
+    out = {}
+    for p in sorted((work / "results").rglob("*")):
+        if p.is_file() and "checkpoints" not in p.parts:
+            out[str(p.relative_to(work))] = (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+    return out
+
+
+def _incomplete(work: Path) -> set[str]:
+    folder = work / ".snakemake" / "incomplete"
+    return {base64.b64decode(p.name).decode() for p in folder.iterdir()} if folder.is_dir() else set()
+
+
+@pytest.fixture(scope="module")
+def interrupted_workflow(tmp_path_factory) -> SimpleNamespace:
+    """The tiny experiment run three times: Ctrl-C (SIGINT to the process group) while models
+    train, SIGTERM to snakemake alone while translations run, then to the end. Its folder, its
+    config file and its external gold files all have a space, `;` and `$(...)` in their paths."""
+    from nmtlib.data.synthetic import write_corpus
+
+    base = tmp_path_factory.mktemp("workflow")
+    work = base / f"experiment {HOSTILE}"
+    gold = base / f"gold {HOSTILE}"
+    work.mkdir()
+    # the files the synthetic corpus rule also writes (same seed and sizes), given as user paths
+    synthetic = tiny_config()["data"]["synthetic"]
+    write_corpus(gold, seed=synthetic["seed"], sizes={k: synthetic[k] for k in ("train", "dev", "test")})
+
+    def quoted(c):
+        c["data"].update(alignments=str(gold / "test.align"), dictionary=str(gold / "lexicon.tsv"))
+
+    config = write_yaml(base / f"config {HOSTILE}.yaml", tiny_config(quoted))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(work), "--cores", "2",
+           "-p", "--configfile", str(config)]
+    ns = SimpleNamespace(base=base, work=work, gold=gold, config=config, cmd=cmd, logs=[])
+
+    def start(name: str, *extra: str) -> tuple[subprocess.Popen, Path]:
+        log = base / f"{name}.log"
+        ns.logs.append(log)
+        with open(log, "w") as fh:
+            proc = subprocess.Popen([*cmd, *extra], stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        return proc, log
+
+    models = work / "results" / "tiny" / "models"
+    # 1. Ctrl-C in a terminal: SIGINT to snakemake and its jobs, once a model has a checkpoint
+    proc, log = start("1-sigint")
+    _wait_for(lambda: any(models.glob("*/seed1/checkpoints/last.pt")), proc, log, "a checkpoint")
+    os.killpg(proc.pid, signal.SIGINT)
+    ns.rc1 = proc.wait(timeout=300)
+    ns.after1, ns.incomplete1 = _snapshot(work), _incomplete(work)
+    # Snakemake will not take an interrupted job's files for done
+    ns.plain_rerun = snakemake(work, "-n", "--configfile", str(config), timeout=120)
+    # 2. SIGTERM to snakemake alone (kill PID, a batch system stopping the driver job)
+    proc, log = start("2-sigterm", "--rerun-incomplete")
+    _wait_for(lambda: any((work / "logs" / "tiny" / "translate").glob("*.log")), proc, log, "a translate job")
+    proc.send_signal(signal.SIGTERM)
+    ns.rc2 = proc.wait(timeout=300)
+    ns.log2 = log.read_text()
+    ns.after2, ns.incomplete2 = _snapshot(work), _incomplete(work)
+    # 3. run again to the end
+    proc, log = start("3-finish")
+    ns.rc3 = proc.wait(timeout=600)
+    ns.log3 = log.read_text()
+    ns.after3 = _snapshot(work)
+    return ns
+
+
+def _rules_run(log: str) -> set[str]:
+    return set(re.findall(r"^(?:local)?rule (\w+):", log, re.M))
+
+
+def test_interrupted_workflow_finishes_the_rest_and_redoes_nothing(interrupted_workflow):
+    w = interrupted_workflow
+    # 1. Ctrl-C: the run stops; the training jobs it interrupted are marked incomplete
+    assert w.rc1 != 0
+    assert not [f for f in w.after1 if "/tables/" in f]
+    assert any("/models/" in f for f in w.incomplete1), w.incomplete1
+    assert w.plain_rerun.returncode != 0 and "IncompleteFilesException" in w.plain_rerun.stdout + w.plain_rerun.stderr
+    done1 = {f: v for f, v in w.after1.items() if f not in w.incomplete1}
+    assert {"results/tiny/data/train.src", "results/tiny/vocab/tgt.txt"} <= set(done1)
+    # 2. SIGTERM: running jobs finish and are recorded, no new job starts, nothing is left incomplete
+    assert w.rc2 != 0 and "Will exit after finishing currently running jobs" in w.log2
+    assert not w.incomplete2
+    assert not [f for f in w.after2 if "/tables/" in f]
+    # the interrupted training resumed from its checkpoint instead of starting over
+    train_logs = (w.work / "logs" / "tiny" / "train_model").glob("*.log")
+    assert any("resuming from" in p.read_text() for p in train_logs)
+    # 3. the last run completes, and every file finished before an interruption is untouched
+    assert w.rc3 == 0, w.log3[-3000:]
+    assert (w.work / "results" / "tiny" / "tables" / "summary.csv").exists()
+    for before in (done1, w.after2):
+        assert {f: w.after3.get(f) for f in before} == before
+    assert _rules_run(w.log3) and not _rules_run(w.log3) & {"generate_corpus", "prepare_split", "build_vocab",
+                                                            "train_model"}
+
+
+def test_paths_with_spaces_and_semicolons_reach_the_shell_quoted(interrupted_workflow):
+    w = interrupted_workflow
+    commands = shell_commands("\n".join(p.read_text() for p in w.logs))
+    translate = [c for c in commands if "translate" in c]
+    align = [c for c in commands if "alignment" in c]
+    assert translate and align
+    assert all(c[c.index("--dict") + 1] == str(w.gold / "lexicon.tsv") for c in translate)
+    assert all(c[c.index("--gold") + 1] == str(w.gold / "test.align") for c in align)
+    # the gold file given by path is the one the workflow generates: AER ran with every link in bounds
+    assert (w.gold / "test.align").read_bytes() == (w.work / "results/tiny/corpus/test.align").read_bytes()
+    aer = json.loads((w.work / "results/tiny/scores/global-general-feed/seed1/test.aer.json").read_text())
+    assert aer["out_of_bounds"] == [] and 0 <= aer["aer"] <= 1
+    assert not injected_files(w.base) and not injected_files(ROOT)
+
+
+def _dry_run(w, change) -> str:
+    config = yaml.safe_load(w.config.read_text())
+    change(config)
+    path = write_yaml(w.base / "changed.yaml", config)
+    run = snakemake(w.work, "-n", "--configfile", str(path), timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout + run.stderr
+
+
+def test_changing_a_decoding_option_retrains_nothing(interrupted_workflow):
+    plan = _dry_run(interrupted_workflow, lambda c: c["decode"].update(beam=4))
+    assert re.search(r"^(local)?rule translate:", plan, re.M)  # the new beam is decoded ...
+    assert not re.search(r"^(local)?rule train_model:", plan, re.M)  # ... with the models already trained
+
+
+def test_adding_a_variant_retrains_only_that_variant(interrupted_workflow):
+    plan = _dry_run(interrupted_workflow, lambda c: c["variants"].update(
+        extra={"embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global", "score": "dot"}))
+    trained = re.findall(r"^(?:local)?rule train_model:\n(?:    .*\n)*?    wildcards: variant=([\w.+-]+)", plan, re.M)
+    assert trained == ["extra"]
+
+
+def test_reordering_config_keys_reruns_nothing(interrupted_workflow):
+    def reorder(c):
+        c["data"]["synthetic"] = dict(sorted(c["data"]["synthetic"].items()))
+
+    assert "Nothing to be done" in _dry_run(interrupted_workflow, reorder)
+
+
+def test_a_failing_rerun_leaves_finished_results_byte_identical(interrupted_workflow):
+    w = interrupted_workflow
+    before = _snapshot(w.work)
+    assert any(f.endswith("tables/summary.csv") for f in before)
+    # a second seed whose training cannot write its checkpoints: a file stands where the folder goes
+    config = yaml.safe_load(w.config.read_text())
+    config["seeds"] = [1, 2]
+    config_file = write_yaml(w.base / "two seeds.yaml", config)
+    for variant in ("base", "global-general-feed"):
+        blocker = w.work / f"results/tiny/models/{variant}/seed2/checkpoints"
+        blocker.parent.mkdir(parents=True)
+        blocker.write_text("not a folder\n")
+    run = snakemake(w.work, "--cores", "1", "--configfile", str(config_file), timeout=300)
+    assert run.returncode != 0
+    assert "Error in rule train_model" in run.stdout + run.stderr
+    assert not (w.work / "results/tiny/models/base/seed2/model.pt").exists()
+    # every result of the finished run: same bytes, same mtime
+    after = _snapshot(w.work)
+    assert {f: after.get(f) for f in before} == before
