@@ -1,0 +1,164 @@
+#!/usr/bin/env python
+"""Training speed of every architecture of the paper matrix: target tokens/s and peak memory.
+
+Each architecture runs in its own worker process (so its peak memory is its own), on synthetic
+token ids whose sentence lengths are drawn like WMT'14 En→De, batched by nmtlib's own
+``length_sorted_batches``/``collate`` and trained with exactly the update ``Trainer`` takes
+(``batch_loss``, backward, clip, optimiser step; the paper's optimiser per architecture).
+
+    python benchmarks/train_speed.py --scale small --steps 20
+    python benchmarks/train_speed.py --scale paper --steps 2 --warmup 1 --archs luong-global-general-feed
+    python benchmarks/train_speed.py --device cuda --scale paper --steps 50 --bf16
+
+Speed = target tokens (``<eos>`` included, padding excluded) of the timed steps / their wall
+time; the first ``--warmup`` steps are not timed. Peak memory: peak RSS of the worker process on
+CPU (it includes the Python + torch runtime, reported separately as "base RSS"), or
+``torch.cuda.max_memory_allocated`` on GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+import bench_common as bc
+
+HERE = Path(__file__).resolve()
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scale", choices=sorted(bc.SCALES), default="small")
+    p.add_argument("--archs", default=",".join(bc.ARCHS), help="comma-separated, from: " + ", ".join(bc.ARCHS))
+    p.add_argument("--steps", type=int, default=20, help="timed training steps per architecture")
+    p.add_argument("--warmup", type=int, default=2, help="untimed steps first")
+    p.add_argument("--batch-size", type=int, default=None, help="override the scale's batch size")
+    p.add_argument("--lengths", choices=["wmt14", "enja"], default="wmt14",
+                   help="sentence-length distribution: WMT'14 En-De news (default) or small_parallel_enja")
+    p.add_argument("--dropout", type=float, default=0.2, help="Luong's dropout models: 0.2")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads on CPU (default 1)")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA only), as train.bf16")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                   help="wall time (default), or process CPU time when the machine is busy with other jobs")
+    p.add_argument("--json", type=Path, help="also write the results here")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def worker(args: argparse.Namespace) -> dict:
+    import torch
+
+    if args.device == "cpu":
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    arch = args.archs
+    scale = bc.SCALES[args.scale]
+    batch_size = args.batch_size or scale.batch
+    variant = bc.variant_for(arch, scale, args.dropout, {"batch_size": batch_size})
+    lengths, _ = bc.wmt14_lengths() if args.lengths == "wmt14" else bc.enja_lengths()
+    batches = bc.synthetic_batches(lengths, batch_size, args.warmup + args.steps, scale.src_vocab, scale.tgt_vocab,
+                                   args.seed)
+    base_rss = bc.rss_mb()
+
+    from nmtlib.models.builder import build_model, count_parameters, init_uniform
+    from nmtlib.train.schedule import build_optimizer
+
+    torch.manual_seed(args.seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)  # as Trainer does
+    model = build_model(variant.model, scale.src_vocab, scale.tgt_vocab)
+    init_uniform(model, variant.train.init_range)
+    model.to(device).train()
+    optimizer = build_optimizer(variant.train, model.parameters())
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if args.bf16 and device.type == "cuda"
+                else contextlib.nullcontext())
+    bc.reset_peak(device)
+    tokens = src_tokens = 0
+    t0 = None
+    for i, batch in enumerate(batches):
+        if i == args.warmup:
+            bc.sync(device)
+            t0 = bc.timer()
+        batch = batch.to(device)
+        bc.train_step(model, optimizer, batch, variant.train.clip, variant.train.loss_norm, autocast=autocast)
+        if i >= args.warmup:
+            tokens += batch.target_tokens
+            src_tokens += int(batch.src_lengths.sum())
+    bc.sync(device)
+    elapsed = bc.timer() - t0
+    return {
+        "arch": arch,
+        "scale": scale.name,
+        "parameters": count_parameters(model),
+        "batch": batch_size,
+        "steps": args.steps,
+        "tgt_tokens_per_step": tokens / args.steps,
+        "src_tokens_per_step": src_tokens / args.steps,
+        "s_per_step": elapsed / args.steps,
+        "tgt_tokens_per_s": tokens / elapsed,
+        "peak_mb": bc.peak_memory_mb(device),
+        "base_rss_mb": base_rss if device.type == "cpu" else float("nan"),
+        "embedding": variant.model.embedding_size,
+        "hidden": variant.model.hidden_size,
+        "layers": variant.model.layers,
+    }
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if not getattr(args, "worker", None):
+        bc.set_clock(args.clock)
+    if args.worker:
+        print(json.dumps(worker(args)))
+        return 0
+    archs = [a.strip() for a in args.archs.split(",") if a.strip()]
+    unknown = [a for a in archs if a not in bc.ARCHS]
+    if unknown:
+        print(f"unknown architecture(s) {unknown}; choose from {list(bc.ARCHS)}", file=sys.stderr)
+        return 2
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print("--device cuda: no CUDA device is visible", file=sys.stderr)
+            return 2
+    info = bc.machine_info(args.threads if args.device == "cpu" else None, args.device)
+    bc.print_header(info)
+    _, length_source = bc.wmt14_lengths() if args.lengths == "wmt14" else bc.enja_lengths()
+    print(f"scale {args.scale}; sentence lengths: {length_source}; {args.warmup} warm-up + {args.steps} timed steps")
+    rows, results = [], []
+    forwarded = ["--scale", args.scale, "--steps", str(args.steps), "--warmup", str(args.warmup),
+                 "--lengths", args.lengths, "--dropout", str(args.dropout), "--device", args.device,
+                 "--threads", str(args.threads), "--seed", str(args.seed)]
+    if args.batch_size:
+        forwarded += ["--batch-size", str(args.batch_size)]
+    if args.bf16:
+        forwarded.append("--bf16")
+    for arch in archs:
+        load_before = bc.loadavg()
+        r = bc.run_worker(HERE, forwarded + ["--archs", arch], bc.thread_env(args.threads))
+        r["load_before"], r["load_after"] = load_before, bc.loadavg()
+        results.append(r)
+        mem = "peak GPU MB" if args.device == "cuda" else "peak RSS MB"
+        rows.append([arch, f"{r['layers']}x{r['hidden']} e{r['embedding']}", f"{r['parameters'] / 1e6:.1f}M",
+                     r["batch"], round(r["tgt_tokens_per_step"]), f"{r['s_per_step']:.3f}",
+                     round(r["tgt_tokens_per_s"]), round(r["peak_mb"]), r["load_before"]])
+        print(f"  {arch}: {r['tgt_tokens_per_s']:.0f} tgt tok/s, {r['s_per_step']:.3f} s/step, "
+              f"{mem} {r['peak_mb']:.0f} (load {r['load_before']})", file=sys.stderr, flush=True)
+    mem = "peak GPU MB" if args.device == "cuda" else "peak RSS MB"
+    print()
+    print(bc.markdown_table(["architecture", "shape", "params", "batch", "tgt tok/step", "s/step",
+                             "tgt tok/s", mem, "load avg before"], rows))
+    print(f"\nload average at end: {bc.loadavg()}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"info": info, "command": bc.command_line(), "results": results}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

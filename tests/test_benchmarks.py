@@ -1,0 +1,89 @@
+"""Smoke tests of the benchmark scripts in benchmarks/: they run with tiny shapes and print their
+tables. No timing is asserted here: speed targets are checked by running the scripts themselves
+(benchmarks/README.md), never by timed tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import bench_common as bc  # noqa: E402
+
+
+def run(script: str, *args: str, out: Path, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NMTLIB_BENCH_OUT": str(out), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=600)
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_train_speed_prints_a_row_per_architecture(tmp_path):
+    proc = run("train_speed.py", "--scale", "tiny", "--steps", "2", "--warmup", "1", "--json",
+               str(tmp_path / "r.json"), out=tmp_path)
+    table = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
+    assert table[0].startswith("| architecture | shape")
+    assert {row.split("|")[1].strip() for row in table[1:]} == set(bc.ARCHS)
+    assert "load average at start" in proc.stdout and "threads 1" in proc.stdout
+
+
+def test_decode_speed_flexible_vs_global_table(tmp_path):
+    proc = run("decode_speed.py", "--scale", "tiny", "--train-steps", "2", "--sentences", "3", "--beams", "2",
+               "--batch-sizes", "2", "--corpus-size", "100", "--archs", "shu-baseline,shu-flexible",
+               "--force-length", "4", out=tmp_path)
+    assert "| architecture | τ | beam |" in proc.stdout
+    assert "Flexible Attention vs its global baseline" in proc.stdout
+    main_table = proc.stdout.split("Flexible Attention vs its global baseline")[0]
+    rows = [line.split("|") for line in main_table.splitlines() if line.startswith("| shu-")]
+    assert len(rows) == 3  # baseline, flexible τ=∞, flexible τ=1.2
+    assert all(float(r[8]) == 3.0 for r in rows)  # forced: 4 decoder steps = 3 tokens + <eos>
+
+
+def test_peer_script_without_peer_says_how_to_install(tmp_path):
+    proc = run("peer_opennmt.py", "--peer", str(tmp_path / "no-peer"), out=tmp_path, check=False)
+    assert proc.returncode != 0
+    assert "setup_opennmt.sh" in proc.stderr
+
+
+def test_peer_log_parser():
+    import peer_opennmt
+
+    log = (
+        "[2026-11-22 18:57:13,619 INFO] * number of parameters: 8770128\n"
+        "[2026-11-22 18:57:13,619 INFO]  * src vocab size = 6640\n"
+        "[2026-11-22 18:57:13,619 INFO]  * tgt vocab size = 8784\n"
+        "[..] Step 50/  300; acc: 3.6; ppl: 5210.6; xent: 8.6; lr: 1.00000; sents: 3200; bsz:  490/ 800/64;"
+        "  28/ 35 tok/s;     51 sec;\n"
+        "[..] Step 100/  300; acc: 7.5; ppl: 283.9; xent: 5.6; lr: 1.00000; sents: 3200; bsz:  490/ 800/64;"
+        " 1600/2000 tok/s;     71 sec;\n"
+        "[..] Step 150/  300; acc: 7.5; ppl: 283.9; xent: 5.6; lr: 1.00000; sents: 3200; bsz:  490/ 400/64;"
+        " 1600/4000 tok/s;     76 sec;\n"
+    )
+    out = peer_opennmt.parse_peer_train(log, 50)
+    assert out["parameters"] == 8770128 and (out["src_vocab"], out["tgt_vocab"]) == (6640, 8784)
+    # windows after the first: 40000 tokens in 20 s + 20000 tokens in 5 s
+    assert out["tgt_tokens_per_s"] == pytest.approx(60000 / 25)
+    assert out["windows"] == [35, 2000, 4000]
+
+
+@pytest.mark.slow
+def test_peer_side_by_side_tiny(tmp_path):
+    peer = Path(os.environ.get("PEER", Path.home() / ".cache" / "nmtlib-peer"))
+    if not (peer / "venv" / "bin" / "python").exists():
+        pytest.skip("OpenNMT-py peer venv not installed (bash benchmarks/peer/setup_opennmt.sh)")
+    if not (bc.shared_dir() / "data" / "small_parallel_enja" / "train.en").exists():
+        pytest.skip("shared/data/small_parallel_enja not present")
+    proc = run("peer_opennmt.py", "--scale", "tiny", "--train-steps", "2", "--report-every", "1",
+               "--decode-sentences", "3", "--beams", "2", "--decode-batch-sizes", "3", "--work", str(tmp_path / "w"),
+               out=tmp_path)
+    assert "| training tgt tokens/s |" in proc.stdout
+    assert "| decode sent/s, beam 2, batch 3 |" in proc.stdout
