@@ -12,18 +12,8 @@ import torch
 from torch import Tensor
 
 from nmtlib.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
-
-
-def read_lines(path: str | Path) -> list[str]:
-    """Lines of a UTF-8 text file without their newline; errors name the file and line."""
-    out = []
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                out.append(raw.decode("utf-8").rstrip("\n"))
-            except UnicodeDecodeError as err:
-                raise ValueError(f"{path}:{number}: invalid UTF-8 ({err.reason})") from None
-    return out
+# one reader for training, decoding and scoring: split on \n only, errors name file:line (a ValueError)
+from nmtlib.metrics import read_lines
 
 
 @dataclass
