@@ -182,13 +182,15 @@ def synthetic_batches(
 # --- training step ------------------------------------------------------------------------------
 
 
-def train_step(model, optimizer, batch, clip: float, loss_norm: str, beta: float = 0.0, autocast=None):
+def train_step(model, optimizer, batch, clip: float, loss_norm: str, beta: float = 0.0, autocast=None,
+               loss_fn=None):
     """One update exactly as ``Trainer._loop`` takes it (loss, sync on the loss value,
-    zero_grad, backward, clip, step); returns the loss value."""
+    zero_grad, backward, clip, step); returns the loss value. ``loss_fn``: ``batch_loss`` or a
+    :class:`nmtlib.train.graphs.CudaGraphLoss`."""
     from nmtlib.train.trainer import batch_loss
 
     with autocast or contextlib.nullcontext():
-        objective, nll = batch_loss(model, batch, beta)
+        objective, nll = (loss_fn or batch_loss)(model, batch, beta)
     loss = objective / (batch.target_tokens if loss_norm == "tokens" else len(batch.indices))
     value = float(loss.detach())
     optimizer.zero_grad(set_to_none=True)

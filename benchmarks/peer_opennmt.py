@@ -14,6 +14,7 @@ its own log lines (``tok/s`` of ``onmt_train``; ``Average translation time`` of
     python benchmarks/peer_opennmt.py                                # small: 2×256, batch 64, 300 steps
     python benchmarks/peer_opennmt.py --train-steps 100 --report-every 25
     python benchmarks/peer_opennmt.py --scale paper --train-steps 4 --report-every 1 --no-decode
+    python benchmarks/peer_opennmt.py --device cuda --scale paper --train-steps 300 --cuda-graphs
 
 Training: both sides run ``--train-steps`` SGD updates (lr 1, clip 5, uniform ±0.1 init, loss
 summed and divided by the sentences of the batch, dropout 0.2, length-bucketed batches of
@@ -31,6 +32,7 @@ only ``<eos>`` at step L (the model itself is unchanged).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -79,6 +81,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="forced decoder steps per hypothesis (default: mean reference length of those sentences)")
     p.add_argument("--no-decode", action="store_true")
     p.add_argument("--threads", type=int, default=1, help="CPU threads for both toolkits (default 1)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="both toolkits on this device")
+    p.add_argument("--bf16", action="store_true", help="ours: bf16 autocast (CUDA), as train.bf16")
+    p.add_argument("--cuda-graphs", action="store_true", help="ours: graphed decoder loop (CUDA), as train.cuda_graphs")
+    p.add_argument("--peer-dtype", choices=["fp32", "fp16"], default="fp32",
+                   help="the peer's model_dtype (fp16: its mixed precision; CUDA only)")
     p.add_argument("--peer", type=Path, default=Path(os.environ.get("PEER", DEFAULT_PEER)),
                    help="the peer's folder holding venv/ (default: $PEER, else ~/.cache/nmtlib-peer)")
     p.add_argument("--data-cache", type=Path, default=bc.shared_dir() / "data",
@@ -164,11 +171,22 @@ def worker_train(spec: dict) -> dict:
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(spec["seed"])
     torch.use_deterministic_algorithms(True, warn_only=True)  # as Trainer does
+    device = torch.device(spec["device"])
     src_vocab, tgt_vocab = our_vocabs(spec)
     data = ParallelData.load(spec["train_src"], spec["train_tgt"], src_vocab, tgt_vocab)
     variant, model = our_model(spec, src_vocab, tgt_vocab)
-    model.train()
+    model.to(device).train()
     optimizer = build_optimizer(variant.train, model.parameters())
+    graphs = spec["cuda_graphs"] and device.type == "cuda"
+    make_autocast = ((lambda: torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=not graphs))
+                     if spec["bf16"] and device.type == "cuda" else contextlib.nullcontext)
+    loss_fn = None
+    if graphs:
+        from nmtlib.train.graphs import CudaGraphLoss
+
+        loss_fn = CudaGraphLoss(model, spec["batch"], autocast=make_autocast)
+    autocast = make_autocast()
+    bc.reset_peak(device)
     steps, window = spec["steps"], spec["report_every"]
     batches, epoch = [], 1
     while len(batches) < steps:
@@ -178,26 +196,31 @@ def worker_train(spec: dict) -> dict:
     windows = []
     t_window = t_timed = bc.timer()
     for step in range(1, steps + 1):
-        batch = collate(data, batches[step - 1])
-        bc.train_step(model, optimizer, batch, variant.train.clip, variant.train.loss_norm)
+        batch = collate(data, batches[step - 1]).to(device)
+        bc.train_step(model, optimizer, batch, variant.train.clip, variant.train.loss_norm, autocast=autocast,
+                      loss_fn=loss_fn)
         tokens += batch.target_tokens
         if step > window:
             timed_tokens += batch.target_tokens
         if step % window == 0:
+            bc.sync(device)
             now = bc.timer()
             windows.append(tokens / (now - t_window))
             tokens, t_window = 0, now
             if step == window:
                 t_timed = now
+    bc.sync(device)
     elapsed = bc.timer() - t_timed
     torch.save(model.state_dict(), spec["model_out"])
     return {
+        "graphs_recorded": len(loss_fn.graphs) if loss_fn else 0,
         "tgt_tokens_per_s": timed_tokens / elapsed if steps > window else float("nan"),
         "windows": windows,
         "parameters": count_parameters(model),
         "src_vocab": len(src_vocab),
         "tgt_vocab": len(tgt_vocab),
         "peak_rss_mb": bc.peak_rss_mb(),
+        "peak_gpu_mb": bc.peak_memory_mb(device) if device.type == "cuda" else float("nan"),
         "timed_steps": max(0, steps - window),
         "tgt_tokens_per_step": timed_tokens / max(1, steps - window),
     }
@@ -210,15 +233,20 @@ def worker_decode(spec: dict) -> dict:
     from nmtlib.decode.translate import DecodeOptions, decode_data
 
     torch.set_num_threads(spec["threads"])
+    device = torch.device(spec["device"])
     src_vocab, tgt_vocab = our_vocabs(spec)
     _, model = our_model(spec, src_vocab, tgt_vocab)
     model.load_state_dict(torch.load(spec["model_out"], weights_only=True))
-    model.eval()
+    model.to(device).eval()
     data = ParallelData.load(spec["test_src"], None, src_vocab, tgt_vocab)
     L = spec["decode_length"]
     opts = DecodeOptions(beam=spec["beam"], batch_size=spec["decode_batch"], max_len_ratio=float(L))
+    if device.type == "cuda":  # untimed warm-up: CUDA context, cuBLAS handles, allocator
+        decode_data([bc.ForcedLength(model, L)], ParallelData(data.src[: 2 * opts.batch_size], None), opts, device)
+    bc.sync(device)
     t0 = bc.timer()
-    hyps, _ = decode_data([bc.ForcedLength(model, L)], data, opts, torch.device("cpu"))
+    hyps, _ = decode_data([bc.ForcedLength(model, L)], data, opts, device)
+    bc.sync(device)
     elapsed = bc.timer() - t0
     lengths = sorted({len(h.tokens) for h in hyps})
     return {"sentences_per_s": len(hyps) / elapsed, "output_tokens": lengths, "decoder_steps": L,
@@ -359,14 +387,17 @@ def main(argv=None) -> int:
     spec = {"scale": args.scale, "batch": batch, "dropout": args.dropout, "threads": args.threads, "seed": args.seed,
             "steps": args.train_steps, "report_every": args.report_every, "vocab_total": vocab_total,
             "train_src": paths["train.en"], "train_tgt": paths["train.ja"], "test_src": str(test_src),
-            "model_out": str(work / "ours_model.pt"), "decode_length": decode_length}
+            "model_out": str(work / "ours_model.pt"), "decode_length": decode_length, "device": args.device,
+            "bf16": args.bf16, "cuda_graphs": args.cuda_graphs}
 
-    info = bc.machine_info(args.threads, "cpu")
+    info = bc.machine_info(args.threads if args.device == "cpu" else None, args.device)
     info["peer"] = f"OpenNMT-py {peer_version[0]} (torch {peer_version[1]})" if len(peer_version) == 2 else "OpenNMT-py"
     bc.print_header(info)
     print(f"peer: {info['peer']} in {args.peer}/venv; data: small_parallel_enja En->Ja ({paths['train.en']})")
     print(f"model: {ARCH}, scale {args.scale} ({scale.layers}x{scale.hidden}, emb {scale.embedding}), batch {batch}, "
           f"dropout {args.dropout}, SGD lr 1 clip 5; {args.train_steps} steps, timed after step {args.report_every}")
+    print(f"device {args.device}; ours: {'bf16 autocast' if args.bf16 else 'fp32'}"
+          f"{', CUDA graphs' if args.cuda_graphs else ''}; peer: model_dtype {args.peer_dtype}")
 
     # vocabularies: the peer's from onmt_build_vocab (small) or written by us, padded (paper)
     config = work / "enja_luong.yaml"
@@ -374,7 +405,7 @@ def main(argv=None) -> int:
         work=work, train_src=paths["train.en"], train_tgt=paths["train.ja"], dev_src=paths["dev.en"],
         dev_tgt=paths["dev.ja"], vocab_size=max(10000, vocab_total), layers=scale.layers, hidden=scale.hidden,
         embedding=scale.embedding, dropout=args.dropout, batch=batch, steps=args.train_steps,
-        report_every=args.report_every, seed=args.seed), encoding="utf-8")
+        report_every=args.report_every, seed=args.seed) + peer_device_config(args), encoding="utf-8")
     if vocab_total:
         peer_specials = 4  # <unk> <blank> <s> </s>
         for side, key in (("src", "train.en"), ("tgt", "train.ja")):
@@ -420,7 +451,7 @@ def main(argv=None) -> int:
                 text, peak = run_peer(py, "translate", [
                     "-model", str(model_file), "-src", str(test_src), "-output", str(out_file), "-beam_size", str(beam),
                     "-batch_size", str(bs), "-min_length", str(decode_length), "-max_length", str(decode_length),
-                    "-report_time", "-gpu", "-1"], args.threads, work / f"translate_b{beam}_bs{bs}.log")
+                    "-report_time", "-gpu", "0" if args.device == "cuda" else "-1"], args.threads, work / f"translate_b{beam}_bs{bs}.log")
                 # sentences/s from its "Tokens per second" (predicted tokens / total time, full precision)
                 # and the tokens it wrote; its "Average translation time (ms)" has one decimal only
                 out_lines = out_file.read_text(encoding="utf-8").splitlines()
@@ -446,6 +477,15 @@ def main(argv=None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))
     return 0
+
+
+def peer_device_config(args) -> str:
+    """The peer's device lines: GPU 0 (``gpu_ranks``), and its precision."""
+    if args.device == "cpu":
+        if args.peer_dtype != "fp32":
+            raise SystemExit("--peer-dtype fp16 needs --device cuda")
+        return ""
+    return f"gpu_ranks: [0]\nmodel_dtype: {args.peer_dtype}\n"
 
 
 def ratio(a, b) -> str:

@@ -42,6 +42,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads on CPU (default 1)")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA only), as train.bf16")
+    p.add_argument("--cuda-graphs", action="store_true", help="graphed decoder loop (CUDA only), as train.cuda_graphs")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                    help="wall time (default), or process CPU time when the machine is busy with other jobs")
@@ -74,17 +75,39 @@ def worker(args: argparse.Namespace) -> dict:
     init_uniform(model, variant.train.init_range)
     model.to(device).train()
     optimizer = build_optimizer(variant.train, model.parameters())
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if args.bf16 and device.type == "cuda"
-                else contextlib.nullcontext())
+    graphs = args.cuda_graphs and device.type == "cuda"
+    make_autocast = ((lambda: torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=not graphs))
+                     if args.bf16 and device.type == "cuda" else contextlib.nullcontext)
+    autocast = make_autocast()
+    loss_fn = None
+    if graphs:
+        from nmtlib.train.graphs import CudaGraphLoss
+
+        loss_fn = CudaGraphLoss(model, batch_size, autocast=make_autocast)
     bc.reset_peak(device)
     tokens = src_tokens = 0
     t0 = None
+    record_s = 0.0
+    if loss_fn is not None:
+        # record every graph the timed steps need first (untimed, reported as record_s): a
+        # training run records each padded shape once and replays it for the rest of the run
+        seen = set()
+        t_rec = bc.timer()
+        for batch in batches:
+            key = (batch.src.shape[1] + 7) // 8, (batch.tgt_in.shape[1] + 7) // 8, batch.src.shape[0]
+            if key not in seen:
+                seen.add(key)
+                bc.train_step(model, optimizer, batch.to(device), variant.train.clip, variant.train.loss_norm,
+                              autocast=autocast, loss_fn=loss_fn)
+        bc.sync(device)
+        record_s = bc.timer() - t_rec
     for i, batch in enumerate(batches):
         if i == args.warmup:
             bc.sync(device)
             t0 = bc.timer()
         batch = batch.to(device)
-        bc.train_step(model, optimizer, batch, variant.train.clip, variant.train.loss_norm, autocast=autocast)
+        bc.train_step(model, optimizer, batch, variant.train.clip, variant.train.loss_norm, autocast=autocast,
+                      loss_fn=loss_fn)
         if i >= args.warmup:
             tokens += batch.target_tokens
             src_tokens += int(batch.src_lengths.sum())
@@ -105,6 +128,11 @@ def worker(args: argparse.Namespace) -> dict:
         "embedding": variant.model.embedding_size,
         "hidden": variant.model.hidden_size,
         "layers": variant.model.layers,
+        "bf16": bool(args.bf16),
+        "cuda_graphs": bool(graphs),
+        "graphs_recorded": len(loss_fn.graphs) if loss_fn else 0,
+        "record_s": record_s,
+        "eager_batches": loss_fn.eager_batches if loss_fn else 0,
     }
 
 
@@ -138,6 +166,8 @@ def main(argv=None) -> int:
         forwarded += ["--batch-size", str(args.batch_size)]
     if args.bf16:
         forwarded.append("--bf16")
+    if args.cuda_graphs:
+        forwarded.append("--cuda-graphs")
     for arch in archs:
         load_before = bc.loadavg()
         r = bc.run_worker(HERE, forwarded + ["--archs", arch], bc.thread_env(args.threads))

@@ -63,6 +63,7 @@ class TrainConfig:
     beta: float = 0.0  #: Flexible Attention fine-tuning weight, J − β·mean_t g(t) (Shu Eq. 9)
     max_steps: int = 0  #: stop after this many updates (0: run all epochs); for smoke tests
     bf16: bool = False  #: bf16 autocast on CUDA
+    cuda_graphs: bool = False  #: replay the decoder loop as CUDA graphs (CUDA only; see nmtlib.train.graphs)
     device: str = "auto"  #: auto | cpu | cuda
 
 

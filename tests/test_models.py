@@ -133,3 +133,29 @@ def test_each_variant_learns(name, tiny_corpus):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
         opt.step()
     assert loss.item() < LEARN_THRESHOLD < first, f"{name}: {first:.2f} → {loss.item():.2f}"
+
+
+@pytest.mark.parametrize("rnn", ["lstm", "gru"])
+@pytest.mark.parametrize("layers", [1, 3])
+def test_stacked_cells_step_equals_the_rnn_module(rnn, layers):
+    """The decoder's per-layer cells compute exactly what its nn.LSTM / nn.GRU module would,
+    with layer 0's embedding part of the input given as precomputed gates."""
+    from nmtlib.models.cells import StackedCells
+    from nmtlib.models.encoders import RNNS
+
+    torch.manual_seed(0)
+    E, R, H, B = 6, 5, 8, 4
+    module = RNNS[rnn](E + R, H, num_layers=layers, batch_first=True)
+    cells = StackedCells(module, split=E)
+    emb, rest = torch.randn(B, E), torch.randn(B, R)
+    h0 = torch.randn(layers, B, H)
+    c0 = torch.randn(layers, B, H) if rnn == "lstm" else None
+    out, hidden = module(torch.cat([emb, rest], 1).unsqueeze(1), (h0, c0) if c0 is not None else h0)
+    top, h, c = cells(cells.embedding_gates(emb), rest, h0, c0, 0.0, False)
+    assert torch.allclose(top, out[:, 0], atol=1e-6)
+    assert torch.allclose(h, hidden[0] if c0 is not None else hidden, atol=1e-6)
+    if c0 is not None:
+        assert torch.allclose(c, hidden[1], atol=1e-6)
+    # gradients reach the module's own parameters
+    (top.sum() + h.sum()).backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in module.parameters())

@@ -47,14 +47,18 @@ class Batch:
     src_lengths: Tensor  #: (B,)
     tgt_in: Tensor | None  #: (B, T) <bos> y_1 … y_n
     tgt_out: Tensor | None  #: (B, T) y_1 … y_n <eos>, padded with PAD_ID
+    _target_tokens: int | None = None  #: counted on the host before moving (no device sync per step)
 
     @property
     def target_tokens(self) -> int:
-        return 0 if self.tgt_out is None else int((self.tgt_out != PAD_ID).sum())
+        if self._target_tokens is None:
+            self._target_tokens = 0 if self.tgt_out is None else int((self.tgt_out != PAD_ID).sum())
+        return self._target_tokens
 
     def to(self, device: torch.device) -> Batch:
         move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
-        return Batch(self.indices, move(self.src), self.src_lengths, move(self.tgt_in), move(self.tgt_out))
+        return Batch(self.indices, move(self.src), self.src_lengths, move(self.tgt_in), move(self.tgt_out),
+                     self.target_tokens)
 
 
 def pad(seqs: list[list[int]], value: int = PAD_ID) -> Tensor:

@@ -111,7 +111,8 @@ def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) 
     states = ensemble.start(batch, 1)
     y = torch.full((B,), BOS_ID, dtype=torch.long, device=batch.src.device)
     tokens: list[list[int]] = [[] for _ in range(B)]
-    attn: list[list[np.ndarray]] = [[] for _ in range(B)]
+    steps: list[list[int]] = [[] for _ in range(B)]  # per sentence, the decoder steps it took part in
+    weights: list[Tensor] = []
     score = [0.0] * B
     computed = [0] * B
     per_step: list[list[float]] = [[] for _ in range(B)]
@@ -119,15 +120,22 @@ def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) 
     for t in range(max(limits)):
         lp, states, w, ev = ensemble.step(y, states)
         best = lp.argmax(-1)
+        # one transfer per step: the argmax, its log-probability, <eos>'s, and the evaluations
+        cols = [best.double(), lp.gather(1, best.unsqueeze(1)).squeeze(1).double(), lp[:, EOS_ID].double()]
+        if ev is not None:
+            cols.append(ev.double())
+            weights.append(w)
+        host = torch.stack(cols, 1).tolist()
         for b in range(B):
             if done[b]:
                 continue
-            tok = int(best[b]) if t + 1 < limits[b] else EOS_ID
-            score[b] += float(lp[b, tok])
+            row = host[b]
+            tok = int(row[0]) if t + 1 < limits[b] else EOS_ID
+            score[b] += row[1] if tok == int(row[0]) else row[2]
             if w is not None:
-                attn[b].append(w[b].cpu().numpy())
-                computed[b] += int(ev[b])
-                per_step[b].append(float(ev[b]))
+                steps[b].append(t)
+                computed[b] += int(row[3])
+                per_step[b].append(row[3])
             if tok == EOS_ID:
                 done[b] = True
             else:
@@ -135,9 +143,10 @@ def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) 
         if all(done):
             break
         y = best
+    host_w = [x.float().cpu().numpy() for x in weights]
     return [
-        Hypothesis(tokens[b], score[b], np.stack(attn[b]) if attn[b] else None, computed[b],
-                   len(tokens[b]) + 1 if w is not None else 0, per_step[b])
+        Hypothesis(tokens[b], score[b], np.stack([host_w[t][b] for t in steps[b]]) if steps[b] else None, computed[b],
+                   len(tokens[b]) + 1 if weights else 0, per_step[b])
         for b in range(B)
     ]
 
@@ -146,96 +155,103 @@ def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) 
 def beam_search(
     ensemble: Ensemble, batch: Batch, beam: int = 12, max_len_ratio: float = 2.0, length_norm: bool = False
 ) -> list[Hypothesis]:
-    """Best hypothesis per sentence of ``batch`` (see the module docstring)."""
+    """Best hypothesis per sentence of ``batch`` (see the module docstring).
+
+    The bookkeeping runs on host lists: each step moves the 2K best candidates per sentence to
+    the host in one transfer and the next rows, tokens and scores back in one, instead of one
+    tiny device operation per hypothesis (which dominated on GPUs)."""
     device = batch.src.device
     B, K = batch.src.shape[0], beam
     limits = max_lengths(batch.src_lengths, max_len_ratio)
     states = ensemble.start(batch, K)
+    NEG = float("-inf")
     # only the first hypothesis of each sentence is alive at step 0
-    scores = torch.full((B, K), float("-inf"), device=device)
-    scores[:, 0] = 0.0
+    scores_l = [[0.0] + [NEG] * (K - 1) for _ in range(B)]
+    scores = torch.tensor(scores_l, device=device)
     y = torch.full((B * K,), BOS_ID, dtype=torch.long, device=device)
-    backptrs: list[Tensor] = []  # per step: (B·K,) row of the previous step each row extends
-    chosen: list[Tensor] = []  # per step: (B·K,) token each row chose
+    backptrs: list[list[int]] = []  # per step: (B·K,) row of the previous step each row extends
+    chosen: list[list[int]] = []  # per step: (B·K,) token each row chose
     weights: list[Tensor | None] = []  # per step: (B·K, S) attention of the step
     sent = [_SentenceState() for _ in range(B)]
-    row_base = torch.arange(B, device=device).unsqueeze(1) * K
+    row_base = [b * K for b in range(B)]
 
     for t in range(max(limits)):
         lp, states, w, ev = ensemble.step(y, states)
         V = lp.shape[-1]
-        alive = torch.isfinite(scores)  # (B, K)
         if ev is not None:
-            counts = (ev.view(B, K) * alive).sum(1).tolist()
-            n_alive = alive.sum(1).tolist()
+            counts = ev.view(B, K).tolist()
             for b in range(B):
-                if not sent[b].done:
-                    sent[b].scores_computed += int(counts[b])
-                    sent[b].hypothesis_steps += int(n_alive[b])
-                    sent[b].window_per_step.append(counts[b] / max(1, n_alive[b]))
+                st = sent[b]
+                if not st.done:
+                    alive = [k for k in range(K) if scores_l[b][k] != NEG]
+                    computed = sum(counts[b][k] for k in alive)
+                    st.scores_computed += int(computed)
+                    st.hypothesis_steps += len(alive)
+                    st.window_per_step.append(computed / max(1, len(alive)))
         total = (scores.unsqueeze(2) + lp.view(B, K, V)).view(B, K * V)
         top_scores, top_idx = total.topk(2 * K, dim=1)  # (B, 2K), sorted
-        top_rows = top_idx // V + row_base  # beam row each candidate extends
-        top_tokens = top_idx % V
+        top = torch.cat([top_scores.double(), top_idx.double()], 1).tolist()  # one transfer
         weights.append(w)
-        backptrs.append(torch.zeros(B * K, dtype=torch.long, device=device))
-        chosen.append(torch.full((B * K,), EOS_ID, dtype=torch.long, device=device))
-
-        top_scores_l, top_rows_l, top_tokens_l = top_scores.tolist(), top_rows.tolist(), top_tokens.tolist()
-        scores_l = scores.tolist()
-        new_scores = torch.full((B, K), float("-inf"), device=device)
-        next_rows = torch.zeros(B, K, dtype=torch.long, device=device)
-        next_tokens = torch.full((B, K), EOS_ID, dtype=torch.long, device=device)
+        eos_lp = None
+        rows_all: list[int] = []
+        toks_all: list[int] = []
+        new_scores_l: list[list[float]] = []
         for b in range(B):
             st = sent[b]
-            if st.done:
-                continue
-            if t + 1 >= limits[b]:
-                # length limit: every live hypothesis ends here with <eos>
-                for k in range(K):
-                    if math.isfinite(scores_l[b][k]):
-                        raw = scores_l[b][k] + float(lp[b * K + k, EOS_ID])
-                        st.finished.append(_Finished(raw / (t + 1) if length_norm else raw, raw, t, b * K + k))
-                st.done = True
-                continue
-            rows, toks, scs = [], [], []
-            for rank in range(2 * K):
-                s = top_scores_l[b][rank]
-                if s == float("-inf") or len(rows) == K:
-                    break
-                tok, row = top_tokens_l[b][rank], top_rows_l[b][rank]
-                if tok == EOS_ID:
-                    if rank < K:
-                        st.finished.append(_Finished(s / (t + 1) if length_norm else s, s, t, row))
-                    continue
-                rows.append(row)
-                toks.append(tok)
-                scs.append(s)
-            for k in range(len(rows)):
-                next_rows[b, k] = rows[k]
-                next_tokens[b, k] = toks[k]
-                new_scores[b, k] = scs[k]
-            best_alive = max(scs) if scs else float("-inf")
-            if not scs:
-                st.done = True
-            elif len(st.finished) >= K:
-                best_done = max(f.score for f in st.finished)
-                # without length normalisation alive scores only fall: nothing can overtake
-                if length_norm or best_done >= best_alive:
+            rows: list[int] = []
+            toks: list[int] = []
+            scs: list[float] = []
+            if not st.done:
+                if t + 1 >= limits[b]:
+                    # length limit: every live hypothesis ends here with <eos>
+                    if eos_lp is None:
+                        eos_lp = lp[:, EOS_ID].tolist()
+                    for k in range(K):
+                        if scores_l[b][k] != NEG:
+                            raw = scores_l[b][k] + eos_lp[b * K + k]
+                            st.finished.append(_Finished(raw / (t + 1) if length_norm else raw, raw, t, b * K + k))
                     st.done = True
-        flat_rows = next_rows.view(-1)
-        backptrs[-1] = flat_rows
-        chosen[-1] = next_tokens.view(-1)
-        scores = new_scores
+                else:
+                    cand_scores, cand_idx = top[b][: 2 * K], top[b][2 * K:]
+                    for rank in range(2 * K):
+                        sc = cand_scores[rank]
+                        if sc == NEG or len(rows) == K:
+                            break
+                        idx = int(cand_idx[rank])
+                        tok, row = idx % V, idx // V + row_base[b]
+                        if tok == EOS_ID:
+                            if rank < K:
+                                st.finished.append(_Finished(sc / (t + 1) if length_norm else sc, sc, t, row))
+                            continue
+                        rows.append(row)
+                        toks.append(tok)
+                        scs.append(sc)
+                    if not scs:
+                        st.done = True
+                    elif len(st.finished) >= K:
+                        best_done = max(f.score for f in st.finished)
+                        # without length normalisation alive scores only fall: nothing can overtake
+                        if length_norm or best_done >= max(scs):
+                            st.done = True
+            pad = K - len(rows)
+            rows_all += rows + [0] * pad
+            toks_all += toks + [EOS_ID] * pad
+            new_scores_l.append(scs + [NEG] * pad)
+        backptrs.append(rows_all)
+        chosen.append(toks_all)
+        scores_l = new_scores_l
         if all(s.done for s in sent):
             break
-        states = ensemble.reorder(states, flat_rows)
-        y = next_tokens.view(-1)
+        moved = torch.tensor([rows_all, toks_all], dtype=torch.long).to(device, non_blocking=True)
+        scores = torch.tensor(scores_l, dtype=torch.float32).to(device, non_blocking=True)
+        states = ensemble.reorder(states, moved[0])
+        y = moved[1]
 
-    return [_backtrack(sent[b], backptrs, chosen, weights, length_norm) for b in range(B)]
+    host_weights = [None if w is None else w.float().cpu().numpy() for w in weights]
+    return [_backtrack(sent[b], backptrs, chosen, host_weights) for b in range(B)]
 
 
-def _backtrack(st: _SentenceState, backptrs, chosen, weights, length_norm: bool) -> Hypothesis:
+def _backtrack(st: _SentenceState, backptrs: list[list[int]], chosen: list[list[int]], weights) -> Hypothesis:
     best = max(st.finished, key=lambda f: f.score) if st.finished else None
     if best is None:
         return Hypothesis([], float("-inf"), None, st.scores_computed, st.hypothesis_steps, st.window_per_step)
@@ -243,13 +259,13 @@ def _backtrack(st: _SentenceState, backptrs, chosen, weights, length_norm: bool)
     attn: list[np.ndarray] = []
     # the finished hypothesis chose <eos> at step `best.step` from row `best.row`
     if weights[best.step] is not None:
-        attn.append(weights[best.step][best.row].cpu().numpy())
+        attn.append(weights[best.step][best.row])
     row = best.row
     for t in range(best.step - 1, -1, -1):
-        tokens.append(int(chosen[t][row]))
+        tokens.append(chosen[t][row])
         if weights[t] is not None:
-            attn.append(weights[t][int(backptrs[t][row])].cpu().numpy())
-        row = int(backptrs[t][row])
+            attn.append(weights[t][backptrs[t][row]])
+        row = backptrs[t][row]
     tokens.reverse()
     attn.reverse()
     return Hypothesis(tokens, best.score, np.stack(attn) if attn else None, st.scores_computed, st.hypothesis_steps,

@@ -11,7 +11,9 @@ The papers differ in three independent choices, each a constructor argument here
   connected layer before the softmax.
 
 :meth:`RecurrentDecoder.step` is the single step function used by teacher-forced training,
-forced decoding and beam search alike.
+forced decoding and beam search alike. The RNN runs as per-layer cells over the ``nn.LSTM`` /
+``nn.GRU`` module's weights (:mod:`nmtlib.models.cells`); teacher forcing embeds and projects all
+target words before the time loop (:meth:`RecurrentDecoder.embed_all`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from nmtlib.models.attention import Attention, AttentionOutput, Memory
+from nmtlib.models.cells import StackedCells
 from nmtlib.models.encoders import RNNS, EncoderOutput
 
 
@@ -139,6 +142,7 @@ class RecurrentDecoder(nn.Module):
         self.rnn = RNNS[rnn](
             rnn_input, hidden_size, num_layers=layers, batch_first=True, dropout=dropout if layers > 1 else 0.0
         )
+        self.cells = StackedCells(self.rnn, split=embedding_size)
         self.output = output
         self.generator = nn.Linear(output.size, vocab_size)
         self.dropout = nn.Dropout(dropout)
@@ -167,25 +171,37 @@ class RecurrentDecoder(nn.Module):
         return self.attention.precompute(memory) if self.attention is not None else memory
 
     # -- one step ----------------------------------------------------------------------------
+    def embed_all(self, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+        """Embeddings (B, T, E) of a whole target prefix and their layer-0 input gates (B, T, G):
+        one matrix product for every step instead of one per step (teacher forcing)."""
+        emb = self.dropout(self.embedding(tgt_in))
+        return emb, self.cells.embedding_gates(emb)
+
     def step(
-        self, y_prev: Tensor, state: DecoderState, memory: Memory
+        self, y_prev: Tensor, state: DecoderState, memory: Memory, embedded: tuple[Tensor, Tensor] | None = None
     ) -> tuple[Tensor, DecoderState, AttentionOutput | None]:
-        """Consume y_{t−1} (B,), return the output features (B, F) for predicting y_t."""
-        emb = self.dropout(self.embedding(y_prev))
+        """Consume y_{t−1} (B,), return the output features (B, F) for predicting y_t.
+
+        ``embedded``: this step's slice of :meth:`embed_all`, when the caller has it."""
+        if embedded is None:
+            emb = self.dropout(self.embedding(y_prev))
+            gates0 = self.cells.embedding_gates(emb)
+        else:
+            emb, gates0 = embedded
         attn_state = state.attention
         att: AttentionOutput | None = None
-        inputs = [emb]
+        rest = []
         if self.input_feed:
-            inputs.append(state.feed)
+            rest.append(state.feed)
         if self.attention is not None and self.query == "previous":
             att, attn_state = self.attention(state.h[-1], memory, attn_state, state.t, emb)
-            inputs.append(att.context)
-        hidden = (state.h, state.c) if self.is_lstm else state.h
-        out, hidden = self.rnn(torch.cat(inputs, 1).unsqueeze(1), hidden)
-        h_t = out.squeeze(1)
+            rest.append(att.context)
+        h_t, h, c = self.cells(
+            gates0, torch.cat(rest, 1) if len(rest) > 1 else (rest[0] if rest else None), state.h, state.c,
+            self.rnn.dropout, self.training,
+        )
         if self.attention is not None and self.query == "current":
             att, attn_state = self.attention(h_t, memory, attn_state, state.t, emb)
         features = self.output(self.dropout(h_t), None if att is None else att.context, emb)
-        h, c = hidden if self.is_lstm else (hidden, None)
         new_state = DecoderState(h, c, features if self.input_feed else None, attn_state, state.t + 1)
         return self.dropout(features), new_state, att

@@ -78,13 +78,13 @@ class RecurrentEncoder(nn.Module):
     def forward(self, src: Tensor, lengths: Tensor) -> EncoderOutput:
         """``src`` (B, S) token ids, ``lengths`` (B,) on any device."""
         if self.reverse:
-            src = reverse_padded(src, lengths)
+            src = reverse_padded(src, lengths.to(src.device))
         emb = self.dropout(self.embedding(src))
         packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, hidden = self.rnn(packed)
         states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
         if self.reverse:
-            states = reverse_padded(states, lengths)
+            states = reverse_padded(states, lengths.to(src.device))
         h, c = hidden if isinstance(hidden, tuple) else (hidden, None)
         backward_first = None
         if self.bidirectional:

@@ -40,8 +40,9 @@ class Seq2Seq(nn.Module):
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, DecoderState]:
         enc = self.encoder(src, src_lengths)
-        mask = torch.arange(src.shape[1], device=src.device).unsqueeze(0) < src_lengths.unsqueeze(1)
-        memory = Memory(enc.states, mask, src_lengths.to(src.device))
+        lengths = src_lengths.to(src.device)  # batches keep lengths on the host (packing needs them there)
+        mask = torch.arange(src.shape[1], device=src.device).unsqueeze(0) < lengths.unsqueeze(1)
+        memory = Memory(enc.states, mask, lengths)
         memory = self.decoder.prepare_memory(memory)
         return memory, self.decoder.init_state(enc, memory)
 
@@ -53,9 +54,10 @@ class Seq2Seq(nn.Module):
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, keep_attention: bool = False) -> ForcedOutput:
         """Teacher forcing: ``tgt_in`` (B, T) starts with ``<bos>``; logits predict ``tgt_out``."""
         memory, state = self.encode(src, src_lengths)
+        emb, emb_gates = self.decoder.embed_all(tgt_in)
         features, weights, evaluated, gates = [], [], [], []
         for t in range(tgt_in.shape[1]):
-            f, state, att = self.decoder.step(tgt_in[:, t], state, memory)
+            f, state, att = self.decoder.step(tgt_in[:, t], state, memory, (emb[:, t], emb_gates[:, t]))
             features.append(f)
             if att is not None:
                 evaluated.append(att.evaluated)

@@ -42,6 +42,7 @@ from nmtlib.metrics.perplexity import perplexity
 from nmtlib.models.builder import build_model, count_parameters, init_uniform
 from nmtlib.models.seq2seq import Seq2Seq
 from nmtlib.train import checkpoint
+from nmtlib.train.graphs import CudaGraphLoss
 from nmtlib.train.schedule import build_optimizer, learning_rate, set_lr
 
 LOG_FIELDS = ["epoch", "step", "lr", "train_ppl", "dev_ppl", "target_tokens_per_s", "elapsed_s"]
@@ -279,10 +280,14 @@ class Trainer:
     def _loop(self, model, optimizer, epoch, batch_index, step, best, log, preemption) -> bool:
         cfg = self.cfg
         norm_by_tokens = cfg.loss_norm == "tokens"
-        autocast = (
-            torch.autocast("cuda", dtype=torch.bfloat16) if cfg.bf16 and self.device.type == "cuda"
-            else contextlib.nullcontext()
+        graphs = cfg.cuda_graphs and self.device.type == "cuda"
+        # CUDA graphs cannot capture autocast's weight cache, so it is off with graphs
+        make_autocast = (
+            (lambda: torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=not graphs))
+            if cfg.bf16 and self.device.type == "cuda" else contextlib.nullcontext
         )
+        autocast = make_autocast()
+        loss_fn = CudaGraphLoss(model, cfg.batch_size, autocast=make_autocast) if graphs else batch_loss
         while epoch <= cfg.epochs:
             lr = learning_rate(cfg, epoch)
             set_lr(optimizer, lr)
@@ -297,7 +302,7 @@ class Trainer:
                 batch = collate(self.train_data, batches[batch_index]).to(self.device)
                 try:
                     with autocast:
-                        objective, nll = batch_loss(model, batch, cfg.beta)
+                        objective, nll = loss_fn(model, batch, cfg.beta)
                     loss = objective / (batch.target_tokens if norm_by_tokens else len(batch.indices))
                     loss_value = float(loss.detach())
                     if not math.isfinite(loss_value):

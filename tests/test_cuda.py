@@ -1,0 +1,121 @@
+"""CUDA paths: the decoder's per-layer cells and the CUDA-graph training loss.
+
+The CUDA tests run only where a GPU is visible (the GPU machines of `benchmarks/RESULTS.md`); on
+CPU-only machines, CI included, they are skipped. The first test checks on CPU that the graphed
+callable computes the model's own forward pass, so CI covers the code the graphs record.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nmtlib.config import resolve_variant
+from nmtlib.data.batching import ParallelData, collate
+from nmtlib.models.builder import build_model
+from nmtlib.train.trainer import batch_loss
+
+from conftest import ALL_VARIANTS
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+GRAPHABLE = ["global-general-feed", "base-reverse-dropout", "rnnsearch", "local-p-general-feed", "shu-flexible"]
+
+
+def _model(name: str, dropout: float = 0.0, device: str = "cuda"):
+    torch.manual_seed(0)
+    spec = {**ALL_VARIANTS[name], "dropout": dropout}
+    return build_model(resolve_variant(name, spec).model, 40, 50).to(device).train()
+
+
+@pytest.mark.parametrize("name", GRAPHABLE)
+def test_graphed_callable_computes_the_model_forward_on_cpu(name):
+    """The function the CUDA graphs record (the decoder loop with its parameters passed as
+    arguments) gives the model's own logits and gradients."""
+    from nmtlib.train.graphs import _DecoderLoop, _Functional, graph_inputs
+
+    model = _model(name, device="cpu")
+    g = torch.Generator().manual_seed(3)
+    src = [torch.randint(4, 40, (n,), generator=g).tolist() for n in (5, 3, 7)]
+    tgt = [torch.randint(4, 50, (n,), generator=g).tolist() for n in (4, 6, 2)]
+    batch = collate(ParallelData(src, tgt), [0, 1, 2])
+    args, (has_c, has_backward) = graph_inputs(model, batch, 8, 8)
+    fn = _Functional(_DecoderLoop(model, (has_c, has_backward, False)), len(args))
+    assert not any(n.startswith(("decoder.embedding.", "decoder.generator.")) for n in fn.names)
+    logits = model.decoder.generator(fn(*args, *fn.params())[0])
+    ref = model(batch.src, batch.src_lengths, batch.tgt_in).logits
+    T = ref.shape[1]
+    assert torch.allclose(logits[:, :T], ref, atol=1e-5)
+    logits[:, :T].sum().backward()
+    assert all(p.grad is not None for n, p in model.named_parameters() if n in fn.names)
+
+
+def _batch(n: int = 8, seed: int = 1):
+    g = torch.Generator().manual_seed(seed)
+    src = [torch.randint(4, 40, (int(torch.randint(2, 13, (1,), generator=g)),), generator=g).tolist() for _ in range(n)]
+    tgt = [torch.randint(4, 50, (int(torch.randint(1, 11, (1,), generator=g)),), generator=g).tolist() for _ in range(n)]
+    return collate(ParallelData(src, tgt), list(range(n))).to(torch.device("cuda"))
+
+
+def _grads(model):
+    return {k: p.grad.detach().clone() for k, p in model.named_parameters() if p.grad is not None}
+
+
+@needs_cuda
+@pytest.mark.parametrize("name", GRAPHABLE)
+def test_cuda_step_equals_cpu(name):
+    model = _model(name).eval()
+    batch = _batch()
+    cpu = build_model(resolve_variant(name, {**ALL_VARIANTS[name], "dropout": 0.0}).model, 40, 50).eval()
+    cpu.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
+    with torch.no_grad():
+        a = model(batch.src, batch.src_lengths, batch.tgt_in).logits.cpu()
+        b = cpu(batch.src.cpu(), batch.src_lengths, batch.tgt_in.cpu()).logits
+    assert torch.allclose(a, b, atol=1e-4), (a - b).abs().max()
+
+
+@needs_cuda
+@pytest.mark.parametrize("name", GRAPHABLE)
+def test_graphed_loss_and_gradients_equal_eager(name):
+    from nmtlib.train.graphs import CudaGraphLoss
+
+    model = _model(name)
+    beta = 0.1 if name == "shu-flexible" else 0.0
+    graphed = CudaGraphLoss(model, batch_size=8, bucket=8)
+    for seed in (1, 2, 1):  # a new shape, another shape, then a replay of the first graph
+        batch = _batch(seed=seed)
+        model.zero_grad(set_to_none=True)
+        obj, nll = batch_loss(model, batch, beta)
+        obj.backward()
+        eager = _grads(model)
+        model.zero_grad(set_to_none=True)
+        obj_g, nll_g = graphed(model, batch, beta)
+        obj_g.backward()
+        replayed = _grads(model)
+        assert torch.allclose(obj, obj_g, rtol=1e-5, atol=1e-4) and torch.allclose(nll, nll_g, rtol=1e-5, atol=1e-4)
+        assert eager.keys() == replayed.keys()
+        for k in eager:
+            assert torch.allclose(eager[k], replayed[k], rtol=1e-4, atol=1e-5), (name, k)
+    assert graphed.eager_batches == 0 and 1 <= len(graphed.graphs) <= 2
+
+
+@needs_cuda
+def test_graph_replays_draw_new_dropout_masks():
+    from nmtlib.train.graphs import CudaGraphLoss
+
+    model = _model("global-general-feed", dropout=0.3)
+    graphed = CudaGraphLoss(model, batch_size=8)
+    batch = _batch()
+    losses = {float(graphed(model, batch)[0]) for _ in range(4)}
+    assert len(losses) == 4
+
+
+@needs_cuda
+def test_other_batch_sizes_run_eagerly():
+    from nmtlib.train.graphs import CudaGraphLoss
+
+    model = _model("global-general-feed")
+    graphed = CudaGraphLoss(model, batch_size=16)
+    obj, _ = graphed(model, _batch(n=8))
+    obj.backward()
+    assert graphed.eager_batches == 1 and not graphed.graphs
