@@ -25,6 +25,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--json", default=None)
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="also run N more steps under torch.profiler and print the top GPU kernels")
     args = p.parse_args(argv)
 
     import torch
@@ -92,6 +94,19 @@ def main(argv=None) -> int:
         t = tick("clip", t)
         opt.step()
         tick("optimizer step", t)
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for b in batches[: args.profile]:
+                with make_autocast():
+                    obj, _ = loss_fn(model, b.to(device))
+                opt.zero_grad(set_to_none=True)
+                (obj / b.src.shape[0]).backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+                opt.step()
+            torch.cuda.synchronize()
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60))
     total = sum(phases.values())
     print(f"{len(batches)} steps, {tokens / len(batches):.0f} tgt tokens/step, bf16={args.bf16}")
     for k, v in phases.items():

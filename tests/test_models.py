@@ -159,3 +159,17 @@ def test_stacked_cells_step_equals_the_rnn_module(rnn, layers):
     # gradients reach the module's own parameters
     (top.sum() + h.sum()).backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in module.parameters())
+
+
+def test_logits_at_positions_are_the_full_logits_there():
+    """Training projects only real target positions onto the vocabulary; those rows must be the
+    rows of the full (B, T, V) projection, in row-major order."""
+    model = model_for("global-general-feed")
+    src, lengths = torch.randint(4, 40, (3, 6)), torch.tensor([6, 4, 2])
+    tgt = torch.randint(4, 50, (3, 5))
+    real = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0]], dtype=torch.bool)
+    with torch.no_grad():
+        full = model(src, lengths, tgt).logits
+        some = model(src, lengths, tgt, positions=real).logits
+    assert some.shape == (int(real.sum()), 50)
+    assert torch.allclose(some, full[real], atol=1e-6)

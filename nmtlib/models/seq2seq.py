@@ -16,7 +16,7 @@ from nmtlib.models.encoders import RecurrentEncoder
 class ForcedOutput:
     """Teacher-forced pass over a batch of reference prefixes."""
 
-    logits: Tensor  #: (B, T, V)
+    logits: Tensor  #: (B, T, V), or (N, V) at the positions asked for
     attention: Tensor | None  #: (B, T, S) a_t of every step, None without attention
     evaluated: Tensor | None  #: (B, T) score evaluations per step
     gates: Tensor | None  #: (B, T) Flexible Attention g(t)
@@ -51,8 +51,14 @@ class Seq2Seq(nn.Module):
         features, state, att = self.decoder.step(y_prev, state, memory)
         return torch.log_softmax(self.decoder.generator(features).float(), dim=-1), state, att
 
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, keep_attention: bool = False) -> ForcedOutput:
-        """Teacher forcing: ``tgt_in`` (B, T) starts with ``<bos>``; logits predict ``tgt_out``."""
+    def forward(
+        self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, keep_attention: bool = False,
+        positions: Tensor | None = None,
+    ) -> ForcedOutput:
+        """Teacher forcing: ``tgt_in`` (B, T) starts with ``<bos>``; logits predict ``tgt_out``.
+
+        ``positions`` (B, T) bool: compute logits only there, as an (N, V) matrix in row-major
+        order — the loss needs no vocabulary projection of padding."""
         memory, state = self.encode(src, src_lengths)
         emb, emb_gates = self.decoder.embed_all(tgt_in)
         features, weights, evaluated, gates = [], [], [], []
@@ -66,6 +72,7 @@ class Seq2Seq(nn.Module):
                 if att.gate is not None:
                     gates.append(att.gate)
         # the vocabulary projection is the largest matmul: one call over all steps
-        logits = self.decoder.generator(torch.stack(features, 1))
+        features = torch.stack(features, 1)
+        logits = self.decoder.generator(features if positions is None else features[positions])
         stack = lambda xs: torch.stack(xs, 1) if xs else None  # noqa: E731
         return ForcedOutput(logits, stack(weights), stack(evaluated), stack(gates))

@@ -156,15 +156,17 @@ class CudaGraphLoss:
                 low = torch.get_autocast_dtype("cuda")
                 params = [p.to(low) if p.dim() > 1 else p for p in params]
             outs = graphed(*args, *params)
-            features = outs[0]
-            logits = model.decoder.generator(features)
+            # the vocabulary projection runs on the whole padded (B, T) grid: selecting the real
+            # positions first needs a host sync, and on the H100 that cost more (55K vs 63K
+            # tokens/s, benchmarks/RESULTS.md) than the padding's arithmetic
+            logits = model.decoder.generator(outs[0])
         tgt_out = F.pad(batch.tgt_out, (0, T - batch.tgt_out.shape[1]), value=PAD_ID)
         nll = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),
                               ignore_index=PAD_ID, reduction="sum")
         objective = nll
         if with_gates:
-            real = (tgt_out != PAD_ID).to(outs[1].dtype)
-            objective = nll - beta * ((outs[1] * real).sum(1) / real.sum(1)).sum()
+            w = (tgt_out != PAD_ID).to(outs[1].dtype)
+            objective = nll - beta * ((outs[1] * w).sum(1) / w.sum(1)).sum()
         return objective, nll
 
     def _capture(self, args: list[Tensor], layout) -> tuple[_Functional, Callable]:

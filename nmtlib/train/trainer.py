@@ -106,14 +106,21 @@ def batch_loss(model: Seq2Seq, batch: Batch, beta: float = 0.0) -> tuple[torch.T
 
     With ``beta`` > 0 the objective is Shu & Nakayama's Eq. 9, Σ −log p(y|x) − β·(1/T)Σ_t g(t).
     """
-    out = model(batch.src, batch.src_lengths, batch.tgt_in)
-    nll = nn.functional.cross_entropy(
-        out.logits.float().reshape(-1, out.logits.shape[-1]), batch.tgt_out.reshape(-1),
-        ignore_index=PAD_ID, reduction="sum",
-    )
+    real = batch.tgt_out != PAD_ID
+    if batch.tgt_out.device.type == "cpu":
+        # on CPU, project only the real positions onto the vocabulary (no padding arithmetic);
+        # on a GPU the selection's host sync costs more than it saves (benchmarks/RESULTS.md, G1)
+        out = model(batch.src, batch.src_lengths, batch.tgt_in, positions=real)
+        nll = nn.functional.cross_entropy(out.logits.float(), batch.tgt_out[real], reduction="sum")
+    else:
+        out = model(batch.src, batch.src_lengths, batch.tgt_in)
+        nll = nn.functional.cross_entropy(
+            out.logits.float().reshape(-1, out.logits.shape[-1]), batch.tgt_out.reshape(-1),
+            ignore_index=PAD_ID, reduction="sum",
+        )
     objective = nll
     if beta and out.gates is not None:
-        real = (batch.tgt_out != PAD_ID).to(out.gates.dtype)
+        real = real.to(out.gates.dtype)
         mean_gate = (out.gates * real).sum(1) / real.sum(1)
         objective = nll - beta * mean_gate.sum()
     return objective, nll
