@@ -11,7 +11,8 @@ import pytest
 
 from nmtlib.cli import NmtlibError
 from nmtlib.commands import prepare as prepare_cmd
-from nmtlib.data.prepare import atomic_write, length_filter, prepare_parallel, read_lines
+from nmtlib.atomic import atomic_write
+from nmtlib.data.prepare import length_filter, prepare_parallel, read_lines
 from nmtlib.data.tokenize import get_tokenizer
 
 MULTI30K = Path("/work/shared/data/multi30k")
@@ -279,3 +280,23 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "read 3, kept 1" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse rejects a tokenizer the name table lacks
         _run_cli([*common[:-1], "kytea", "--out-src", "x", "--out-tgt", "y"])
+
+
+def test_write_lines_and_json_replace_whole_files_only(tmp_path: Path) -> None:
+    """The one writer every output uses: a failure mid-write leaves the old file and no temp file."""
+    from nmtlib.atomic import write_json, write_lines
+
+    target = tmp_path / "sub" / "out.txt"
+    write_lines(target, ["a", "b"])
+    assert target.read_text(encoding="utf-8") == "a\nb\n"
+
+    def failing():
+        yield "c"
+        raise RuntimeError("disk gone")
+
+    with pytest.raises(RuntimeError):
+        write_lines(target, failing())
+    assert target.read_text(encoding="utf-8") == "a\nb\n"
+    write_json(tmp_path / "x.json", {"b": 1, "a": [1, 2]})
+    assert (tmp_path / "x.json").read_text() == '{\n  "a": [\n    1,\n    2\n  ],\n  "b": 1\n}\n'
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["out.txt", "x.json"]

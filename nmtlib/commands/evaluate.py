@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from nmtlib.cli import NmtlibError
+from nmtlib.atomic import write_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,13 +56,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--tgt", type=Path, required=True, help="tokenized target (sentence lengths)")
     a.add_argument("--out", type=Path, required=True)
     a.set_defaults(func=run_alignment)
-
-
-def write_json(path: Path, obj: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def run_translation(args: argparse.Namespace) -> int:

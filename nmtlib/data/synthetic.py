@@ -56,6 +56,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from nmtlib.atomic import write_lines
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -410,11 +411,6 @@ def generate_corpus(
     return lang, splits
 
 
-def _write_lines(path: Path, lines: Sequence[str]) -> None:
-    text = "".join(line + "\n" for line in lines)
-    path.write_bytes(text.encode("utf-8"))
-
-
 def write_corpus(
     out_dir: str | Path, seed: int = 1, sizes: Mapping[str, int] | None = None
 ) -> dict[str, Any]:
@@ -428,13 +424,13 @@ def write_corpus(
     out.mkdir(parents=True, exist_ok=True)
     files: list[str] = []
     for split, pairs in splits.items():
-        _write_lines(out / f"{split}.src", [" ".join(p.src) for p in pairs])
-        _write_lines(out / f"{split}.tgt", [" ".join(p.tgt) for p in pairs])
+        write_lines(out / f"{split}.src", [" ".join(p.src) for p in pairs])
+        write_lines(out / f"{split}.tgt", [" ".join(p.tgt) for p in pairs])
         files += [f"{split}.src", f"{split}.tgt"]
         if split != "train":
-            _write_lines(out / f"{split}.align", [p.alignment_line() for p in pairs])
+            write_lines(out / f"{split}.align", [p.alignment_line() for p in pairs])
             files.append(f"{split}.align")
-    _write_lines(out / "lexicon.tsv", lang.lexicon_lines())
+    write_lines(out / "lexicon.tsv", lang.lexicon_lines())
     files.append("lexicon.tsv")
 
     every = [p for pairs in splits.values() for p in pairs]

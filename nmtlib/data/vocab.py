@@ -7,11 +7,10 @@ itself so that the same corpus always gives the same file.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from nmtlib.atomic import write_lines
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
@@ -49,12 +48,7 @@ class Vocabulary:
         return cls([*SPECIALS, *(w for w, _ in ranked)])
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("\n".join(self.itos) + "\n")
-        os.replace(tmp, path)
+        write_lines(path, self.itos)
 
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:

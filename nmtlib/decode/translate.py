@@ -13,7 +13,6 @@ Outputs:
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from nmtlib.decode.unk import replace_unknowns
 from nmtlib.models.builder import build_model
 from nmtlib.models.seq2seq import Seq2Seq
 from nmtlib.train import checkpoint
+from nmtlib.atomic import write_lines
 
 
 def load_model(path: str | Path, device: torch.device) -> tuple[Seq2Seq, dict[str, Any]]:
@@ -111,9 +111,9 @@ def translate_file(
             "window_per_step": [round(x, 3) for x in h.window_per_step],
         })
     out_prefix.parent.mkdir(parents=True, exist_ok=True)
-    _write_lines(Path(f"{out_prefix}.txt"), plain)
-    _write_lines(Path(f"{out_prefix}.unk.txt"), replaced)
-    _write_lines(Path(f"{out_prefix}.jsonl"), [json.dumps(d) for d in details])
+    write_lines(Path(f"{out_prefix}.txt"), plain)
+    write_lines(Path(f"{out_prefix}.unk.txt"), replaced)
+    write_lines(Path(f"{out_prefix}.jsonl"), [json.dumps(d) for d in details])
     steps = sum(d["length"] + 1 for d in details)
     return {
         "sentences": len(hyps),
@@ -121,10 +121,3 @@ def translate_file(
         "time_ms_per_sentence": sum(times) / max(1, len(times)),
         "output_tokens": steps,
     }
-
-
-def _write_lines(path: Path, lines: list[str]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(line + "\n" for line in lines)
-    os.replace(tmp, path)

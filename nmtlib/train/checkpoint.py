@@ -12,35 +12,28 @@ import errno
 import os
 import pickle
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from nmtlib.atomic import atomic_write
+
 
 def save_atomic(obj: dict[str, Any], path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
+        with atomic_write(path, binary=True) as f:  # removes its temp file on any error
             torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
     except (OSError, RuntimeError) as err:
         # a full disk surfaces as OSError or as torch's RuntimeError from its zip writer
-        Path(tmp).unlink(missing_ok=True)
         code = err.errno if isinstance(err, OSError) and err.errno else errno.EIO
         if code == errno.EIO and shutil.disk_usage(path.parent).free < (1 << 20):
             code = errno.ENOSPC  # torch's zip writer reports a full disk as "unexpected pos"
         reason = os.strerror(code) if code in (errno.ENOSPC, errno.EDQUOT) else str(err)
         previous = "the previous checkpoint is intact" if path.exists() else "no earlier checkpoint existed"
         raise OSError(code, f"cannot write checkpoint {path}: {reason}; {previous}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
