@@ -180,6 +180,13 @@ def expected_jobs(config: dict) -> dict[str, int]:
     }
     if config["data"].get("alignments"):
         jobs["score_alignment"] = len(attentional) * seeds
+    dictionary = config["data"].get("dictionary")
+    if config["data"]["corpus"] != "synthetic" and dictionary not in (None, "generated"):
+        from nmtlib.data.download import load_registry
+
+        files = {e.tofu_key for e in load_registry().dataset(config["data"]["corpus"]).files.values()}
+        if dictionary in files:  # a file of the data set: verified, then copied into the run
+            jobs["copy_dictionary"] = 1
     return jobs
 
 

@@ -80,10 +80,22 @@ def gold_alignments():
 
 
 def dictionary():
+    """The unknown-word dictionary: the synthetic corpus's lexicon (``generated``), a file of the
+    data set named like ``data.splits`` does (copied from the cache after its checksum is
+    verified, rule copy_dictionary), or a path relative to the working directory."""
     value = DATA.get("dictionary")
     if value is None:
         return None
-    return f"{R}/corpus/lexicon.tsv" if value == "generated" else value
+    if value == "generated":
+        return f"{R}/corpus/lexicon.tsv"
+    if dictionary_in_dataset():
+        return f"{R}/corpus/dictionary.txt"
+    return value
+
+
+def dictionary_in_dataset():
+    value = DATA.get("dictionary")
+    return DATA["corpus"] != "synthetic" and value not in (None, "generated") and value in _registry_entries()
 
 
 def score_files():

@@ -74,6 +74,8 @@ else:
                         f"its files: {sorted(entries)}"
                     )
                 needed.append(entries[name])
+        if dictionary_in_dataset():
+            needed.append(entries[DATA["dictionary"]])
         return list(dict.fromkeys(needed))
 
     rule download_corpus:
@@ -105,6 +107,23 @@ else:
             path=lambda w: cache_file(w.split, w.side),
         log:
             f"{LOGS}/copy_split/{{split}}.{{side}}.log",
+        resources:
+            mem_mb=1000,
+            runtime=30,
+        shell:
+            "gzip -cdf {params.path:q} > {output:q} 2> {log:q}"
+
+    rule copy_dictionary:
+        # data.dictionary naming a file of the data set (e.g. Stanford's dict.en-de): the verified
+        # cache file, for unknown-word replacement
+        input:
+            manifest=f"{R}/corpus/download.json",
+        output:
+            f"{R}/corpus/dictionary.txt",
+        params:
+            path=lambda w: str(Path(corpus_cache()).expanduser() / DATA["corpus"] / DATA["dictionary"]),
+        log:
+            f"{LOGS}/copy_dictionary.log",
         resources:
             mem_mb=1000,
             runtime=30,
