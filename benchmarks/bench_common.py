@@ -187,7 +187,7 @@ def train_step(model, optimizer, batch, clip: float, loss_norm: str, beta: float
     """One update exactly as ``Trainer._loop`` takes it (loss, sync on the loss value,
     zero_grad, backward, clip, step); returns the loss value. ``loss_fn``: ``batch_loss`` or a
     :class:`nmtlib.train.graphs.CudaGraphLoss`."""
-    from nmtlib.train.trainer import batch_loss
+    from nmtlib.train.loss import batch_loss
 
     with autocast or contextlib.nullcontext():
         objective, nll = (loss_fn or batch_loss)(model, batch, beta)

@@ -34,7 +34,8 @@ def main(argv=None) -> int:
 
     from nmtlib.data.vocab import PAD_ID
     from nmtlib.models.builder import build_model, init_uniform
-    from nmtlib.train.graphs import CudaGraphLoss, _round_up, graph_inputs
+    from nmtlib.train.graphs import CudaGraphLoss, graph_inputs
+    from nmtlib.train.loss import autocast_factory, loss_terms
     from nmtlib.train.schedule import build_optimizer
 
     device = torch.device("cuda")
@@ -48,8 +49,7 @@ def main(argv=None) -> int:
     init_uniform(model, variant.train.init_range)
     model.to(device).train()
     opt = build_optimizer(variant.train, model.parameters())
-    make_autocast = ((lambda: torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False)) if args.bf16
-                     else __import__("contextlib").nullcontext)
+    make_autocast = autocast_factory(args.bf16, device, cuda_graphs=True)
     loss_fn = CudaGraphLoss(model, scale.batch, autocast=make_autocast)
     for b in batches:  # record every shape first
         obj, _ = loss_fn(model, b.to(device))
@@ -69,22 +69,17 @@ def main(argv=None) -> int:
         tokens += b.target_tokens
         torch.cuda.synchronize()
         t = time.perf_counter()
-        S, T = _round_up(b.src.shape[1], 8), _round_up(b.tgt_in.shape[1], 8)
+        S, T = loss_fn.padded_shape(b)
         with make_autocast():
             args_, layout = graph_inputs(model, b, S, T)
             t = tick("encoder + embeddings fwd", t)
-            key = (S, T, (*layout, False), "torch.bfloat16" if args.bf16 else "fp32")
-            fn, graphed = loss_fn.graphs[key]
-            params = fn.params()
-            if args.bf16:
-                params = [q.to(torch.bfloat16) if q.dim() > 1 else q for q in params]
+            fn, graphed = loss_fn.entry(args_, (*layout, False), S, T)  # recorded above
+            params = loss_fn.loop_params(fn)
             t = tick("weight casts", t)
             features = graphed(*args_, *params)[0]
             t = tick("decoder loop fwd (graph)", t)
             logits = model.decoder.generator(features)
-        tgt_out = F.pad(b.tgt_out, (0, T - b.tgt_out.shape[1]), value=PAD_ID)
-        nll = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),
-                              ignore_index=PAD_ID, reduction="sum")
+        _, nll = loss_terms(logits, F.pad(b.tgt_out, (0, T - b.tgt_out.shape[1]), value=PAD_ID), None, 0.0)
         loss = nll / b.src.shape[0]
         t = tick("generator + loss fwd", t)
         opt.zero_grad(set_to_none=True)

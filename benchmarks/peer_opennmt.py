@@ -32,7 +32,6 @@ only ``<eos>`` at step L (the model itself is unchanged).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -166,6 +165,7 @@ def worker_train(spec: dict) -> dict:
 
     from nmtlib.data.batching import ParallelData, collate, length_sorted_batches
     from nmtlib.models.builder import count_parameters
+    from nmtlib.train.loss import autocast_factory
     from nmtlib.train.schedule import build_optimizer
 
     torch.set_num_threads(spec["threads"])
@@ -178,8 +178,7 @@ def worker_train(spec: dict) -> dict:
     model.to(device).train()
     optimizer = build_optimizer(variant.train, model.parameters())
     graphs = spec["cuda_graphs"] and device.type == "cuda"
-    make_autocast = ((lambda: torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=not graphs))
-                     if spec["bf16"] and device.type == "cuda" else contextlib.nullcontext)
+    make_autocast = autocast_factory(spec["bf16"], device, graphs)
     loss_fn = None
     if graphs:
         from nmtlib.train.graphs import CudaGraphLoss

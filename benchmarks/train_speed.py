@@ -19,7 +19,6 @@ CPU (it includes the Python + torch runtime, reported separately as "base RSS"),
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -67,6 +66,7 @@ def worker(args: argparse.Namespace) -> dict:
     base_rss = bc.rss_mb()
 
     from nmtlib.models.builder import build_model, count_parameters, init_uniform
+    from nmtlib.train.loss import autocast_factory
     from nmtlib.train.schedule import build_optimizer
 
     torch.manual_seed(args.seed)
@@ -76,8 +76,7 @@ def worker(args: argparse.Namespace) -> dict:
     model.to(device).train()
     optimizer = build_optimizer(variant.train, model.parameters())
     graphs = args.cuda_graphs and device.type == "cuda"
-    make_autocast = ((lambda: torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=not graphs))
-                     if args.bf16 and device.type == "cuda" else contextlib.nullcontext)
+    make_autocast = autocast_factory(args.bf16, device, graphs)
     autocast = make_autocast()
     loss_fn = None
     if graphs:
@@ -94,7 +93,7 @@ def worker(args: argparse.Namespace) -> dict:
         seen = set()
         t_rec = bc.timer()
         for batch in batches:
-            key = (batch.src.shape[1] + 7) // 8, (batch.tgt_in.shape[1] + 7) // 8, batch.src.shape[0]
+            key = (*loss_fn.padded_shape(batch), batch.src.shape[0])
             if key not in seen:
                 seen.add(key)
                 bc.train_step(model, optimizer, batch.to(device), variant.train.clip, variant.train.loss_norm,

@@ -13,7 +13,7 @@ import torch
 from nmtlib.config import resolve_variant
 from nmtlib.data.batching import ParallelData, collate
 from nmtlib.models.builder import build_model
-from nmtlib.train.trainer import batch_loss
+from nmtlib.train.loss import batch_loss
 
 from conftest import ALL_VARIANTS
 

@@ -261,7 +261,7 @@ def test_finetuning_objective_subtracts_beta_times_mean_strength(tiny_corpus):
     """Shu & Nakayama Eq. 9: J − β·(1/T)Σ_t g(t), per sentence, over real target positions."""
     from nmtlib.data.vocab import PAD_ID
     from nmtlib.models.builder import build_model
-    from nmtlib.train.trainer import batch_loss
+    from nmtlib.train.loss import batch_loss
 
     sv, tv = Vocabulary.load(tiny_corpus / "vocab.src"), Vocabulary.load(tiny_corpus / "vocab.tgt")
     data = ParallelData.load(tiny_corpus / "train.src", tiny_corpus / "train.tgt", sv, tv)

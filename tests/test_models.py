@@ -114,7 +114,7 @@ LEARN_THRESHOLD = 3.0  # mean per-token NLL; an untrained model starts near ln(|
 
 @pytest.mark.parametrize("name", sorted(ALL_VARIANTS))
 def test_each_variant_learns(name, tiny_corpus):
-    from nmtlib.train.trainer import batch_loss
+    from nmtlib.train.loss import batch_loss
 
     sv, tv = Vocabulary.load(tiny_corpus / "vocab.src"), Vocabulary.load(tiny_corpus / "vocab.tgt")
     data = ParallelData.load(tiny_corpus / "train.src", tiny_corpus / "train.tgt", sv, tv)

@@ -47,6 +47,11 @@ class AttentionOutput(NamedTuple):
     gate: Tensor | None = None  #: (B,) Flexible Attention strength g(t), else None
 
 
+def length_mask(lengths: Tensor, width: int) -> Tensor:
+    """(B, width) True at the first ``lengths[b]`` positions of each row."""
+    return torch.arange(width, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)
+
+
 def masked_softmax(logits: Tensor, valid: Tensor) -> Tensor:
     """Softmax over the last dim with invalid entries at exactly zero (Luong Eq. 7)."""
     return torch.softmax(logits.masked_fill(~valid, NEG_INF), dim=-1)

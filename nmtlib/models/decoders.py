@@ -177,12 +177,32 @@ class RecurrentDecoder(nn.Module):
         emb = self.dropout(self.embedding(tgt_in))
         return emb, self.cells.embedding_gates(emb)
 
+    def unroll(
+        self, memory: Memory, state: DecoderState, emb: Tensor, emb_gates: Tensor, keep_attention: bool = False
+    ) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor | None]:
+        """Teacher forcing over every position of :meth:`embed_all`'s output: output features
+        (B, T, F), and per step the attention weights (B, T, S; with ``keep_attention``), score
+        evaluations (B, T) and Flexible Attention gates (B, T), each None where not produced."""
+        features, weights, evaluated, gates = [], [], [], []
+        for t in range(emb.shape[1]):
+            f, state, att = self.step(None, state, memory, (emb[:, t], emb_gates[:, t]))
+            features.append(f)
+            if att is not None:
+                evaluated.append(att.evaluated)
+                if keep_attention:
+                    weights.append(att.weights)
+                if att.gate is not None:
+                    gates.append(att.gate)
+        stack = lambda xs: torch.stack(xs, 1) if xs else None  # noqa: E731
+        return torch.stack(features, 1), stack(weights), stack(evaluated), stack(gates)
+
     def step(
-        self, y_prev: Tensor, state: DecoderState, memory: Memory, embedded: tuple[Tensor, Tensor] | None = None
+        self, y_prev: Tensor | None, state: DecoderState, memory: Memory, embedded: tuple[Tensor, Tensor] | None = None
     ) -> tuple[Tensor, DecoderState, AttentionOutput | None]:
         """Consume y_{t−1} (B,), return the output features (B, F) for predicting y_t.
 
-        ``embedded``: this step's slice of :meth:`embed_all`, when the caller has it."""
+        ``embedded``: this step's slice of :meth:`embed_all`, when the caller has it (then
+        ``y_prev`` is not needed)."""
         if embedded is None:
             emb = self.dropout(self.embedding(y_prev))
             gates0 = self.cells.embedding_gates(emb)

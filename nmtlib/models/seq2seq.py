@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from nmtlib.models.attention import Memory
+from nmtlib.models.attention import Memory, length_mask
 from nmtlib.models.decoders import DecoderState, RecurrentDecoder
 from nmtlib.models.encoders import RecurrentEncoder
 
@@ -41,8 +41,7 @@ class Seq2Seq(nn.Module):
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, DecoderState]:
         enc = self.encoder(src, src_lengths)
         lengths = src_lengths.to(src.device)  # batches keep lengths on the host (packing needs them there)
-        mask = torch.arange(src.shape[1], device=src.device).unsqueeze(0) < lengths.unsqueeze(1)
-        memory = Memory(enc.states, mask, lengths)
+        memory = Memory(enc.states, length_mask(lengths, src.shape[1]), lengths)
         memory = self.decoder.prepare_memory(memory)
         return memory, self.decoder.init_state(enc, memory)
 
@@ -60,19 +59,8 @@ class Seq2Seq(nn.Module):
         ``positions`` (B, T) bool: compute logits only there, as an (N, V) matrix in row-major
         order — the loss needs no vocabulary projection of padding."""
         memory, state = self.encode(src, src_lengths)
-        emb, emb_gates = self.decoder.embed_all(tgt_in)
-        features, weights, evaluated, gates = [], [], [], []
-        for t in range(tgt_in.shape[1]):
-            f, state, att = self.decoder.step(tgt_in[:, t], state, memory, (emb[:, t], emb_gates[:, t]))
-            features.append(f)
-            if att is not None:
-                evaluated.append(att.evaluated)
-                if keep_attention:
-                    weights.append(att.weights)
-                if att.gate is not None:
-                    gates.append(att.gate)
+        features, weights, evaluated, gates = self.decoder.unroll(
+            memory, state, *self.decoder.embed_all(tgt_in), keep_attention=keep_attention)
         # the vocabulary projection is the largest matmul: one call over all steps
-        features = torch.stack(features, 1)
         logits = self.decoder.generator(features if positions is None else features[positions])
-        stack = lambda xs: torch.stack(xs, 1) if xs else None  # noqa: E731
-        return ForcedOutput(logits, stack(weights), stack(evaluated), stack(gates))
+        return ForcedOutput(logits, weights, evaluated, gates)

@@ -32,9 +32,10 @@ from torch import Tensor, nn
 
 from nmtlib.data.batching import Batch
 from nmtlib.data.vocab import PAD_ID
-from nmtlib.models.attention import FlexibleAttention, Memory
+from nmtlib.models.attention import FlexibleAttention, Memory, length_mask
 from nmtlib.models.encoders import EncoderOutput
 from nmtlib.models.seq2seq import Seq2Seq
+from nmtlib.train.loss import batch_loss, loss_terms
 
 
 class _DecoderLoop(nn.Module):
@@ -54,14 +55,8 @@ class _DecoderLoop(nn.Module):
         dec = self.decoder
         memory = dec.prepare_memory(Memory(values, mask, lengths))
         state = dec.init_state(EncoderOutput(values, final_h, final_c, backward_first), memory)
-        features, gates = [], []
-        for t in range(emb.shape[1]):
-            f, state, att = dec.step(None, state, memory, (emb[:, t], emb_gates[:, t]))
-            features.append(f)
-            if self.with_gates:
-                gates.append(att.gate)
-        out = (torch.stack(features, 1),)
-        return out + (torch.stack(gates, 1),) if self.with_gates else out
+        features, _, _, gates = dec.unroll(memory, state, emb, emb_gates)
+        return (features, gates) if self.with_gates else (features,)
 
 
 class _Functional:
@@ -95,7 +90,7 @@ def graph_inputs(model: Seq2Seq, batch: Batch, S: int, T: int) -> tuple[list[Ten
     enc = model.encoder(batch.src, batch.src_lengths)
     values = F.pad(enc.states, (0, 0, 0, S - enc.states.shape[1]))
     lengths = batch.src_lengths.to(values.device)
-    mask = torch.arange(S, device=values.device).unsqueeze(0) < lengths.unsqueeze(1)
+    mask = length_mask(lengths, S)
     tgt_in = F.pad(batch.tgt_in, (0, T - batch.tgt_in.shape[1]), value=PAD_ID)
     emb, emb_gates = model.decoder.embed_all(tgt_in)
     args = [values, mask, lengths, enc.final_h]
@@ -111,7 +106,7 @@ def _round_up(n: int, bucket: int) -> int:
 
 
 class CudaGraphLoss:
-    """Drop-in for :func:`nmtlib.train.trainer.batch_loss` that replays graphed decoder loops.
+    """Drop-in for :func:`nmtlib.train.loss.batch_loss` that replays graphed decoder loops.
 
     :param batch_size: the batch size graphs are recorded for; other sizes run eagerly
     :param bucket: source and target lengths are padded up to a multiple of this
@@ -130,51 +125,46 @@ class CudaGraphLoss:
         self.graphs: dict[tuple, tuple[_Functional, Callable]] = {}
         self.eager_batches = 0
 
-    def __call__(self, model: Seq2Seq, batch: Batch, beta: float = 0.0) -> tuple[Tensor, Tensor]:
-        from nmtlib.train.trainer import batch_loss  # the eager path, one definition of the objective
+    def padded_shape(self, batch: Batch) -> tuple[int, int]:
+        """(source, target) lengths of the graph a batch replays: its own, rounded up to ``bucket``."""
+        return _round_up(batch.src.shape[1], self.bucket), _round_up(batch.tgt_in.shape[1], self.bucket)
 
-        B = batch.src.shape[0]
-        if B != self.batch_size or not model.training:
+    def entry(self, args: list[Tensor], layout: tuple[bool, bool, bool], S: int, T: int
+              ) -> tuple[_Functional, Callable]:
+        """The loop function and its graph for this shape and precision, recorded on first use."""
+        dtype = torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else None
+        key = (S, T, layout, str(dtype or "fp32"))
+        if key not in self.graphs:
+            fn = _Functional(_DecoderLoop(self.model, layout).train(), len(args))
+            sample = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in [*args, *self.loop_params(fn)])
+            self.graphs[key] = fn, torch.cuda.make_graphed_callables(fn, sample, allow_unused_input=True,
+                                                                     pool=self.pool)
+        return self.graphs[key]
+
+    @staticmethod
+    def loop_params(fn: _Functional) -> list[Tensor]:
+        """The loop's parameters as graph inputs. Under autocast the weight matrices are cast once
+        per batch, not at every step of the loop: graphs run with autocast's weight cache off, so
+        inside the loop each use would cast again."""
+        params = fn.params()
+        if torch.is_autocast_enabled("cuda"):
+            low = torch.get_autocast_dtype("cuda")
+            params = [p.to(low) if p.dim() > 1 else p for p in params]
+        return params
+
+    def __call__(self, model: Seq2Seq, batch: Batch, beta: float = 0.0) -> tuple[Tensor, Tensor]:
+        if batch.src.shape[0] != self.batch_size or not model.training:
             self.eager_batches += 1
             return batch_loss(model, batch, beta)
-        S = _round_up(batch.src.shape[1], self.bucket)
-        T = _round_up(batch.tgt_in.shape[1], self.bucket)
+        S, T = self.padded_shape(batch)
         with self.autocast():
             args, (has_c, has_backward) = graph_inputs(model, batch, S, T)
             with_gates = bool(beta) and isinstance(model.decoder.attention, FlexibleAttention)
-            layout = (has_c, has_backward, with_gates)
-            key = (S, T, layout, str(torch.get_autocast_dtype("cuda")) if torch.is_autocast_enabled("cuda") else "fp32")
-            entry = self.graphs.get(key)
-            if entry is None:
-                entry = self._capture(args, layout)
-                self.graphs[key] = entry
-            fn, graphed = entry
-            params = fn.params()
-            if torch.is_autocast_enabled("cuda"):
-                # cast the weights once per batch, not at every step of the loop: graphs run with
-                # autocast's weight cache off, so inside the loop each use would cast again
-                low = torch.get_autocast_dtype("cuda")
-                params = [p.to(low) if p.dim() > 1 else p for p in params]
-            outs = graphed(*args, *params)
+            fn, graphed = self.entry(args, (has_c, has_backward, with_gates), S, T)
+            outs = graphed(*args, *self.loop_params(fn))
             # the vocabulary projection runs on the whole padded (B, T) grid: selecting the real
             # positions first needs a host sync, and on the H100 that cost more (55K vs 63K
             # tokens/s, benchmarks/RESULTS.md) than the padding's arithmetic
             logits = model.decoder.generator(outs[0])
         tgt_out = F.pad(batch.tgt_out, (0, T - batch.tgt_out.shape[1]), value=PAD_ID)
-        nll = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), tgt_out.reshape(-1),
-                              ignore_index=PAD_ID, reduction="sum")
-        objective = nll
-        if with_gates:
-            w = (tgt_out != PAD_ID).to(outs[1].dtype)
-            objective = nll - beta * ((outs[1] * w).sum(1) / w.sum(1)).sum()
-        return objective, nll
-
-    def _capture(self, args: list[Tensor], layout) -> tuple[_Functional, Callable]:
-        fn = _Functional(_DecoderLoop(self.model, layout).train(), len(args))
-        params = fn.params()
-        if torch.is_autocast_enabled("cuda"):
-            low = torch.get_autocast_dtype("cuda")
-            params = [p.to(low) if p.dim() > 1 else p for p in params]
-        sample = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in [*args, *params])
-        graphed = torch.cuda.make_graphed_callables(fn, sample, allow_unused_input=True, pool=self.pool)
-        return fn, graphed
+        return loss_terms(logits, tgt_out, outs[1] if with_gates else None, beta)

@@ -36,13 +36,14 @@ from torch import nn
 from tqdm import tqdm
 
 from nmtlib.config import VariantConfig
-from nmtlib.data.batching import Batch, ParallelData, collate, length_sorted_batches, sequential_batches
-from nmtlib.data.vocab import PAD_ID, Vocabulary
+from nmtlib.data.batching import ParallelData, collate, length_sorted_batches, sequential_batches
+from nmtlib.data.vocab import Vocabulary
 from nmtlib.metrics.perplexity import perplexity
 from nmtlib.models.builder import build_model, count_parameters, init_uniform
 from nmtlib.models.seq2seq import Seq2Seq
 from nmtlib.train import checkpoint
 from nmtlib.train.graphs import CudaGraphLoss
+from nmtlib.train.loss import autocast_factory, batch_loss
 from nmtlib.train.schedule import build_optimizer, learning_rate, set_lr
 
 LOG_FIELDS = ["epoch", "step", "lr", "train_ppl", "dev_ppl", "target_tokens_per_s", "elapsed_s"]
@@ -99,31 +100,6 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def batch_loss(model: Seq2Seq, batch: Batch, beta: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """(objective to minimise, summed NLL) of a batch, both summed over sentences.
-
-    With ``beta`` > 0 the objective is Shu & Nakayama's Eq. 9, Σ −log p(y|x) − β·(1/T)Σ_t g(t).
-    """
-    real = batch.tgt_out != PAD_ID
-    if batch.tgt_out.device.type == "cpu":
-        # on CPU, project only the real positions onto the vocabulary (no padding arithmetic);
-        # on a GPU the selection's host sync costs more than it saves (benchmarks/RESULTS.md, G1)
-        out = model(batch.src, batch.src_lengths, batch.tgt_in, positions=real)
-        nll = nn.functional.cross_entropy(out.logits.float(), batch.tgt_out[real], reduction="sum")
-    else:
-        out = model(batch.src, batch.src_lengths, batch.tgt_in)
-        nll = nn.functional.cross_entropy(
-            out.logits.float().reshape(-1, out.logits.shape[-1]), batch.tgt_out.reshape(-1),
-            ignore_index=PAD_ID, reduction="sum",
-        )
-    objective = nll
-    if beta and out.gates is not None:
-        real = real.to(out.gates.dtype)
-        mean_gate = (out.gates * real).sum(1) / real.sum(1)
-        objective = nll - beta * mean_gate.sum()
-    return objective, nll
 
 
 @torch.no_grad()
@@ -288,11 +264,7 @@ class Trainer:
         cfg = self.cfg
         norm_by_tokens = cfg.loss_norm == "tokens"
         graphs = cfg.cuda_graphs and self.device.type == "cuda"
-        # CUDA graphs cannot capture autocast's weight cache, so it is off with graphs
-        make_autocast = (
-            (lambda: torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=not graphs))
-            if cfg.bf16 and self.device.type == "cuda" else contextlib.nullcontext
-        )
+        make_autocast = autocast_factory(cfg.bf16, self.device, graphs)
         autocast = make_autocast()
         loss_fn = CudaGraphLoss(model, cfg.batch_size, autocast=make_autocast) if graphs else batch_loss
         while epoch <= cfg.epochs:
