@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nmtlib.cli import NmtlibError
 from nmtlib.atomic import write_json
+from nmtlib.cli import NmtlibError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from nmtlib.atomic import write_lines
 from nmtlib.config import ModelConfig
 from nmtlib.data.batching import ParallelData, collate, read_lines
 from nmtlib.data.vocab import EOS_ID, Vocabulary
@@ -29,7 +30,6 @@ from nmtlib.decode.unk import replace_unknowns
 from nmtlib.models.builder import build_model
 from nmtlib.models.seq2seq import Seq2Seq
 from nmtlib.train import checkpoint
-from nmtlib.atomic import write_lines
 
 
 def load_model(path: str | Path, device: torch.device) -> tuple[Seq2Seq, dict[str, Any]]:
@@ -110,7 +110,6 @@ def translate_file(
             "device": device_name, "scores_computed": h.scores_computed, "hypothesis_steps": h.hypothesis_steps, "avg_window": round(h.average_window, 4),
             "window_per_step": [round(x, 3) for x in h.window_per_step],
         })
-    out_prefix.parent.mkdir(parents=True, exist_ok=True)
     write_lines(Path(f"{out_prefix}.txt"), plain)
     write_lines(Path(f"{out_prefix}.unk.txt"), replaced)
     write_lines(Path(f"{out_prefix}.jsonl"), [json.dumps(d) for d in details])

@@ -73,41 +73,42 @@ class StackedCells:
         return x, torch.stack(hs), (torch.stack(cs) if cs else None)
 
 
-def _input_gates(x: Tensor | None, w_ih: Tensor, bias_x: Tensor) -> Tensor:
+def _cuda_gates(x: Tensor | None, h: Tensor, w_ih: Tensor, w_hh: Tensor, bias_x: Tensor) -> tuple[Tensor, Tensor]:
+    """Input and hidden gates for PyTorch's fused CUDA cell kernels, in one dtype."""
     if x is None:
-        return bias_x
-    if bias_x.dim() == 2:
-        return torch.addmm(bias_x, x, w_ih.t()) if bias_x.dtype == x.dtype else F.linear(x, w_ih) + bias_x
-    return F.linear(x, w_ih, bias_x)
+        igates = bias_x
+    elif bias_x.dim() == 2:
+        igates = torch.addmm(bias_x, x, w_ih.t()) if bias_x.dtype == x.dtype else F.linear(x, w_ih) + bias_x
+    else:
+        igates = F.linear(x, w_ih, bias_x)
+    hgates = F.linear(h, w_hh)
+    dtype = torch.promote_types(igates.dtype, hgates.dtype)
+    return igates.to(dtype), hgates.to(dtype)
+
+
+def _cpu_inputs(x: Tensor | None, h: Tensor, w_ih: Tensor, bias_x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(input, w_ih, b_ih) for ATen's CPU cells, which add a 2-D input bias through addmm: the
+    precomputed gates pass as that bias, and a missing input as an empty one."""
+    if x is None:
+        x, w_ih = h.new_zeros(h.shape[0], 0), w_ih[:, :0]
+    return x, w_ih, (bias_x if bias_x.dim() == 2 else bias_x.unsqueeze(0)).expand(h.shape[0], -1)
 
 
 def _lstm_cell(x: Tensor | None, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, bias_x: Tensor):
     if h.is_cuda:
-        igates = _input_gates(x, w_ih, bias_x)
-        hgates = F.linear(h, w_hh)
-        dtype = torch.promote_types(igates.dtype, hgates.dtype)
-        hy, cy, _ = torch.ops.aten._thnn_fused_lstm_cell(igates.to(dtype), hgates.to(dtype), c.to(dtype))
+        igates, hgates = _cuda_gates(x, h, w_ih, w_hh, bias_x)
+        hy, cy, _ = torch.ops.aten._thnn_fused_lstm_cell(igates, hgates, c.to(igates.dtype))
         return hy, cy
-    if x is None:
-        x, w_ih = h.new_zeros(h.shape[0], 0), w_ih[:, :0]
-    if bias_x.dim() == 1:
-        bias_x = bias_x.unsqueeze(0)
-    # CPU: ATen's cell adds a 2-D input bias through addmm, so precomputed gates pass as the bias
-    return torch.lstm_cell(x, (h, c), w_ih, w_hh, bias_x.expand(h.shape[0], -1), None)
+    x, w_ih, b_ih = _cpu_inputs(x, h, w_ih, bias_x)
+    return torch.lstm_cell(x, (h, c), w_ih, w_hh, b_ih, None)
 
 
 def _gru_cell(x: Tensor | None, h: Tensor, w_ih: Tensor, w_hh: Tensor, bias_x: Tensor, b_hh: Tensor) -> Tensor:
     if h.is_cuda:
-        igates = _input_gates(x, w_ih, bias_x)
-        hgates = F.linear(h, w_hh)
-        dtype = torch.promote_types(igates.dtype, hgates.dtype)
+        igates, hgates = _cuda_gates(x, h, w_ih, w_hh, bias_x)
         # the fused kernel adds the hidden bias only when an input bias is given too (it is in igates)
-        b_hh = b_hh.to(dtype)
-        hy, _ = torch.ops.aten._thnn_fused_gru_cell(igates.to(dtype), hgates.to(dtype), h.to(dtype),
-                                                    torch.zeros_like(b_hh), b_hh)
+        b_hh = b_hh.to(igates.dtype)
+        hy, _ = torch.ops.aten._thnn_fused_gru_cell(igates, hgates, h.to(igates.dtype), torch.zeros_like(b_hh), b_hh)
         return hy
-    if x is None:
-        x, w_ih = h.new_zeros(h.shape[0], 0), w_ih[:, :0]
-    if bias_x.dim() == 1:
-        bias_x = bias_x.unsqueeze(0)
-    return torch.gru_cell(x, h, w_ih, w_hh, bias_x.expand(h.shape[0], -1), b_hh)
+    x, w_ih, b_ih = _cpu_inputs(x, h, w_ih, bias_x)
+    return torch.gru_cell(x, h, w_ih, w_hh, b_ih, b_hh)
