@@ -36,7 +36,9 @@ from nmtlib.data.download import (
     verify,
 )
 
-SHARED = Path("/work/shared/data")
+from conftest import SHARED as SHARED_ROOT
+
+SHARED = SHARED_ROOT / "data"
 needs_shared = pytest.mark.skipif(
     not (SHARED / "SHA256SUMS").is_file(), reason="shared data not available"
 )

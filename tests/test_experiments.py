@@ -28,8 +28,10 @@ import yaml
 
 from nmtlib.workflow_config import validate_config
 
+from conftest import SHARED
+
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
+SHARED_DATA = SHARED / "data"
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 EXPERIMENTS = sorted((ROOT / "config" / "experiments").glob("*.yaml"))
 SMOKE = ROOT / "config" / "experiments" / "overrides" / "smoke.yaml"

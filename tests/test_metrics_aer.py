@@ -19,14 +19,15 @@ from nmtlib.metrics.aer import (
     score_aer_files,
 )
 
+from conftest import SHARED
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _shared() -> Path:
-    for base in (os.environ.get("NMTLIB_SHARED"), REPO / "shared", "/work/shared"):
-        if base and (Path(base) / "fixtures").is_dir():
-            return Path(base)
-    pytest.skip("shared fixtures not found (set NMTLIB_SHARED)")
+    if (SHARED / "fixtures").is_dir():
+        return SHARED
+    pytest.skip(f"shared fixtures not found in {SHARED} (set NMTLIB_SHARED)")
 
 
 @pytest.mark.parametrize("pair", ["enfr", "jaen"])

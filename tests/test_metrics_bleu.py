@@ -17,14 +17,15 @@ import sacrebleu
 from nmtlib.metrics import MetricInputError, read_lines
 from nmtlib.metrics.bleu import detok_bleu, tokenized_bleu, tokenized_bleu_files
 
+from conftest import SHARED
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _fixtures() -> Path:
-    for base in (os.environ.get("NMTLIB_SHARED"), REPO / "shared", "/work/shared"):
-        if base and (Path(base) / "fixtures").is_dir():
-            return Path(base) / "fixtures"
-    pytest.skip("shared fixtures not found (set NMTLIB_SHARED)")
+    if (SHARED / "fixtures").is_dir():
+        return SHARED / "fixtures"
+    pytest.skip(f"shared fixtures not found in {SHARED} (set NMTLIB_SHARED)")
 
 
 # (fixture folder, tokenized reference, system)

@@ -19,14 +19,15 @@ from nmtlib.metrics.ribes import (
     sentence_ribes,
 )
 
+from conftest import SHARED
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _fixtures() -> Path:
-    for base in (os.environ.get("NMTLIB_SHARED"), REPO / "shared", "/work/shared"):
-        if base and (Path(base) / "fixtures").is_dir():
-            return Path(base) / "fixtures"
-    pytest.skip("shared fixtures not found (set NMTLIB_SHARED)")
+    if (SHARED / "fixtures").is_dir():
+        return SHARED / "fixtures"
+    pytest.skip(f"shared fixtures not found in {SHARED} (set NMTLIB_SHARED)")
 
 
 CASES = [

@@ -15,7 +15,9 @@ from nmtlib.atomic import atomic_write
 from nmtlib.data.prepare import length_filter, prepare_parallel, read_lines
 from nmtlib.data.tokenize import get_tokenizer
 
-MULTI30K = Path("/work/shared/data/multi30k")
+from conftest import SHARED
+
+MULTI30K = SHARED / "data" / "multi30k"
 STATS_KEYS = {"read", "kept", "dropped_long", "dropped_empty", "dropped_ratio"}
 
 

@@ -10,7 +10,9 @@ import pytest
 from nmtlib.cli import NmtlibError
 from nmtlib.data.tokenize import TOKENIZERS, available_tokenizers, get_tokenizer
 
-FIXTURES = Path("/work/shared/fixtures")
+from conftest import SHARED
+
+FIXTURES = SHARED / "fixtures"
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared fixtures not available")
 
 
