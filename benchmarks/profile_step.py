@@ -39,6 +39,7 @@ def main(argv=None) -> int:
     p.add_argument("--tau", type=float, default=None, help="decode: Flexible Attention threshold (default ∞)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--top", type=int, default=15)
+    p.add_argument("--shapes", action="store_true", help="group operators by input shape as well")
     args = p.parse_args(argv)
 
     import torch
@@ -96,11 +97,13 @@ def main(argv=None) -> int:
 
     print(f"profiling: {what}; load average {bc.loadavg()}")
     t0 = bc.timer()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=args.shapes) as prof:
         work()
     t_prof = bc.timer() - t0
     print(f"\n## torch.profiler, operators by self CPU time (wall {t_prof:.2f} s, profiler on)\n")
-    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.top, max_name_column_width=40))
+    print(prof.key_averages(group_by_input_shape=args.shapes).table(
+        sort_by="self_cpu_time_total", row_limit=args.top, max_name_column_width=40,
+        max_shapes_column_width=60 if args.shapes else 80))
 
     pr = cProfile.Profile()
     t0 = bc.timer()

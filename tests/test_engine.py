@@ -4,7 +4,6 @@ papers' schedules, beam search = greedy at beam 1, ensembles, batch vs single de
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -173,3 +173,73 @@ def test_logits_at_positions_are_the_full_logits_there():
         some = model(src, lengths, tgt, positions=real).logits
     assert some.shape == (int(real.sum()), 50)
     assert torch.allclose(some, full[real], atol=1e-6)
+
+
+@pytest.mark.parametrize("rnn", ["lstm", "gru"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("layers", [1, 3])
+def test_encoder_cells_equal_the_packed_module(rnn, bidirectional, layers):
+    """Training on CPU runs the encoder as per-step cells; states, final states and every
+    gradient must be those of the module over a PackedSequence (the eval path)."""
+    from nmtlib.models.encoders import RecurrentEncoder
+
+    torch.manual_seed(0)
+    enc = RecurrentEncoder(30, 6, 8, layers=layers, rnn=rnn, bidirectional=bidirectional, reverse=not bidirectional)
+    src = torch.randint(4, 30, (5, 7))
+    lengths = torch.tensor([3, 7, 1, 7, 5])
+    src[torch.arange(7).unsqueeze(0) >= lengths.unsqueeze(1)] = 0
+
+    out_cells = enc(src, lengths)  # grad enabled on CPU: the cells path
+    loss = out_cells.states.pow(2).sum() + out_cells.final_h.pow(3).sum()
+    if out_cells.final_c is not None:
+        loss = loss + out_cells.final_c.sum()
+    if out_cells.backward_first is not None:
+        loss = loss + out_cells.backward_first.sum()
+    loss.backward()
+    grads_cells = {n: p.grad.clone() for n, p in enc.named_parameters()}
+    enc.zero_grad()
+
+    # reference: nn.LSTM/GRU over the packed batch, differentiated the same way
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    from nmtlib.models.encoders import reverse_padded
+
+    s = reverse_padded(src, lengths) if enc.reverse else src
+    packed = pack_padded_sequence(enc.embedding(s), lengths, batch_first=True, enforce_sorted=False)
+    out, hidden = enc.rnn(packed)
+    states, _ = pad_packed_sequence(out, batch_first=True, total_length=7)
+    if enc.reverse:
+        states = reverse_padded(states, lengths)
+    h, c = hidden if isinstance(hidden, tuple) else (hidden, None)
+    ref_back = h[-1] if bidirectional else None
+    if bidirectional:
+        h, c = h[0::2], (None if c is None else c[0::2])
+    assert torch.allclose(out_cells.states, states, atol=1e-6)
+    assert torch.allclose(out_cells.final_h, h, atol=1e-6)
+    if c is not None:
+        assert torch.allclose(out_cells.final_c, c, atol=1e-6)
+    if ref_back is not None:
+        assert torch.allclose(out_cells.backward_first, ref_back, atol=1e-6)
+    ref = states.pow(2).sum() + h.pow(3).sum() + (c.sum() if c is not None else 0) + (
+        ref_back.sum() if ref_back is not None else 0)
+    ref.backward()
+    for n, p in enc.named_parameters():
+        assert torch.allclose(grads_cells[n], p.grad, atol=1e-5), n
+
+
+def test_attention_matvec_products_and_their_gradients():
+    """dot_scores and weighted_sum (CPU backward passes of their own) against torch.bmm, and
+    their gradients by finite differences."""
+    from nmtlib.models.matvec import dot_scores, weighted_sum
+
+    torch.manual_seed(0)
+    keys = torch.randn(3, 5, 4, dtype=torch.double, requires_grad=True)
+    query = torch.randn(3, 4, dtype=torch.double, requires_grad=True)
+    weights = torch.randn(3, 5, dtype=torch.double, requires_grad=True)
+    assert torch.allclose(dot_scores(keys, query), torch.bmm(keys, query.unsqueeze(2)).squeeze(2))
+    assert torch.allclose(weighted_sum(weights, keys), torch.bmm(weights.unsqueeze(1), keys).squeeze(1))
+    assert torch.autograd.gradcheck(dot_scores, (keys, query))
+    assert torch.autograd.gradcheck(weighted_sum, (weights, keys))
+    # one input without gradient: the other's gradient is still right
+    frozen = keys.detach()
+    assert torch.autograd.gradcheck(lambda q: dot_scores(frozen, q), (query,))
+    assert torch.autograd.gradcheck(lambda w: weighted_sum(w, frozen), (weights,))

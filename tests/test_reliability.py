@@ -21,7 +21,6 @@ import io
 import json
 import math
 import os
-import pickle
 import re
 import shlex
 import shutil

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
+from nmtlib.models.matvec import weighted_sum
 from nmtlib.models.scores import Score
 
 NEG_INF = float("-inf")
@@ -102,11 +103,20 @@ class Attention(nn.Module):
             logits = logits + bias
         return masked_softmax(logits, valid), positions
 
+    def _attend_all(self, query: Tensor, memory: Memory, bias: Tensor | None = None) -> AttentionOutput:
+        """Every source position scored in place (no gather); ``bias`` (B, S) is added to the logits."""
+        B, S = memory.mask.shape
+        logits = self.score(query, memory.keys, torch.arange(S, device=query.device).expand(B, S))
+        if bias is not None:
+            logits = logits + bias
+        weights = masked_softmax(logits, memory.mask)
+        return AttentionOutput(weighted_sum(weights, memory.values), weights, memory.lengths.clone())
+
     @staticmethod
     def _scatter(weights_w: Tensor, positions: Tensor, valid: Tensor, memory: Memory) -> AttentionOutput:
         """Context from window weights, and the weights spread over all source positions."""
         weights_w = weights_w * valid
-        context = torch.bmm(weights_w.unsqueeze(1), gather_rows(memory.values, positions)).squeeze(1)
+        context = weighted_sum(weights_w, gather_rows(memory.values, positions))
         full = weights_w.new_zeros(memory.mask.shape).scatter_add(1, positions, weights_w)
         return AttentionOutput(context, full, valid.sum(1))
 
@@ -117,11 +127,7 @@ class GlobalAttention(Attention):
     name = "global"
 
     def forward(self, query, memory, state, step, embedded):
-        B, S = memory.mask.shape
-        positions = torch.arange(S, device=query.device).expand(B, S)
-        weights = masked_softmax(self.score(query, memory.keys, positions), memory.mask)
-        context = torch.bmm(weights.unsqueeze(1), memory.values).squeeze(1)
-        return AttentionOutput(context, weights, memory.lengths.clone()), state
+        return self._attend_all(query, memory), state
 
 
 class LocalMonotonicAttention(Attention):
@@ -223,16 +229,12 @@ class FlexibleAttention(Attention):
     def forward(self, query, memory, state, step, embedded):
         focus = state["focus"]
         gate = self.strength(query, embedded)
-        B, S = memory.mask.shape
+        S = memory.mask.shape[1]
         all_positions = torch.arange(S, device=query.device, dtype=focus.dtype)
         if self.tau is None or math.isinf(self.tau):
             # τ = ∞ (training): every position is scored, so score the memory in place
             penalty = gate.unsqueeze(1) * (all_positions - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)
-            positions = torch.arange(S, device=query.device).expand(B, S)
-            logits = self.score(query, memory.keys, positions) - penalty
-            weights = masked_softmax(logits, memory.mask)
-            context = torch.bmm(weights.unsqueeze(1), memory.values).squeeze(1)
-            out = AttentionOutput(context, weights, memory.lengths.clone(), gate)
+            out = self._attend_all(query, memory, bias=-penalty)._replace(gate=gate)
         else:
             lo, hi = self.window(focus.detach(), gate.detach(), memory.lengths, self.tau)
             width = int((hi - lo).max().item()) + 1  # one host sync per step, on the decode path only

@@ -15,9 +15,39 @@ On CUDA the gate non-linearities run in PyTorch's fused cell kernels.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+
+@dataclass(frozen=True)
+class LayerWeights:
+    """One layer (one direction) of an ``nn.LSTM`` / ``nn.GRU``, as the cells consume it.
+
+    Taken once per batch, not once per step: a slice of a weight taken inside the time loop
+    costs a zero-filled gradient of the whole weight per step in backward."""
+
+    w_ih: Tensor  #: input weights; for layer 0 of a decoder only the columns after the embedding
+    w_hh: Tensor
+    bias_x: Tensor  #: bias of the input gates: b_ih + b_hh for LSTMs, b_ih for GRUs
+    b_hh: Tensor | None  #: a GRU's hidden bias (inside the reset gate); None for LSTMs
+
+
+def layer_weights(rnn: nn.RNNBase, k: int, reverse: bool = False, split: int = 0) -> LayerWeights:
+    """Layer ``k`` (its backward direction with ``reverse``) of ``rnn``; ``split`` input columns
+    are left out of ``w_ih`` (they come in as precomputed gates)."""
+    sfx = f"_l{k}" + ("_reverse" if reverse else "")
+    w = lambda name: getattr(rnn, name + sfx)  # noqa: E731
+    is_lstm = isinstance(rnn, nn.LSTM)
+    w_ih = w("weight_ih")
+    return LayerWeights(
+        w_ih[:, split:] if split else w_ih,
+        w("weight_hh"),
+        w("bias_ih") + w("bias_hh") if is_lstm else w("bias_ih"),
+        None if is_lstm else w("bias_hh"),
+    )
 
 
 class StackedCells:
@@ -34,43 +64,87 @@ class StackedCells:
         self.is_lstm = isinstance(rnn, nn.LSTM)
         self.split = split  #: columns of layer 0's input that are the embedding (precomputable)
 
-    def _w(self, name: str, k: int) -> Tensor:
-        return getattr(self.rnn, f"{name}_l{k}")
+    def weights(self) -> list[LayerWeights]:
+        """Every layer's weights; a time loop takes them once and passes them to each step."""
+        return [layer_weights(self.rnn, k, split=self.split if k == 0 else 0) for k in range(self.rnn.num_layers)]
 
     def embedding_gates(self, emb: Tensor) -> Tensor:
         """Layer 0's input gates from the embedding part of its input, ``(..., E)`` → ``(..., G)``,
         with the biases that do not depend on the hidden state."""
-        w = self._w("weight_ih", 0)[:, : self.split]
-        bias = self._w("bias_ih", 0)
-        if self.is_lstm:
-            bias = bias + self._w("bias_hh", 0)
-        return F.linear(emb, w, bias)
+        w0 = layer_weights(self.rnn, 0)
+        return F.linear(emb, w0.w_ih[:, : self.split], w0.bias_x)
 
     def __call__(
-        self, gates0: Tensor, rest: Tensor | None, h: Tensor, c: Tensor | None, dropout: float, training: bool
+        self, gates0: Tensor, rest: Tensor | None, h: Tensor, c: Tensor | None, dropout: float, training: bool,
+        weights: list[LayerWeights] | None = None,
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """One step. ``gates0`` (B, G): :meth:`embedding_gates` of this step; ``rest`` (B, ·): the
-        rest of layer 0's input (input feeding, context) or None; ``h``/``c`` (L, B, H).
+        rest of layer 0's input (input feeding, context) or None; ``h``/``c`` (L, B, H);
+        ``weights``: :meth:`weights`, taken once by the caller's time loop.
         Returns the top layer's output (B, H) and the new (L, B, H) states."""
+        weights = weights if weights is not None else self.weights()
         hs, cs = [], []
         x = None
-        for k in range(self.rnn.num_layers):
+        for k, w in enumerate(weights):
             if k == 0:
-                w_ih = self._w("weight_ih", 0)[:, self.split:]
                 x_in, bias_x = rest, gates0
             else:
-                x = F.dropout(x, dropout, training) if dropout else x
-                w_ih, x_in = self._w("weight_ih", k), x
-                bias_x = self._w("bias_ih", k) + self._w("bias_hh", k) if self.is_lstm else self._w("bias_ih", k)
-            w_hh = self._w("weight_hh", k)
+                x_in, bias_x = (F.dropout(x, dropout, training) if dropout else x), w.bias_x
             if self.is_lstm:
-                hk, ck = _lstm_cell(x_in, h[k], c[k], w_ih, w_hh, bias_x)
+                hk, ck = _lstm_cell(x_in, h[k], c[k], w.w_ih, w.w_hh, bias_x)
                 cs.append(ck)
             else:
-                hk = _gru_cell(x_in, h[k], w_ih, w_hh, bias_x, self._w("bias_hh", k))
+                hk = _gru_cell(x_in, h[k], w.w_ih, w.w_hh, bias_x, w.b_hh)
             hs.append(hk)
             x = hk
         return x, torch.stack(hs), (torch.stack(cs) if cs else None)
+
+
+def packed_layer(
+    gates: Tensor, sizes: list[int], w: LayerWeights, is_lstm: bool, reverse: bool = False
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """One direction of one RNN layer over a batch sorted by decreasing length, as cells.
+
+    ``gates`` (S, B, G): the time-major input gates ``x W_ihᵀ + bias_x``, one matrix product
+    for the whole batch; ``sizes[t]``: rows longer than t (a packed sequence's batch sizes).
+    Returns the outputs (S, B, H), zero at padding, and each row's final h (and c) (B, H): the
+    state after its last word, or after its first word when ``reverse``.
+
+    Why not ``nn.LSTM`` over a ``PackedSequence`` when training on CPU: ATen's packed loop
+    slices each step out of the (tokens, G) input gates, and every slice's backward zero-fills a
+    gradient of the whole (tokens, G) matrix — O(S · tokens) per layer, 15% of a training step
+    at 2×256 (benchmarks/RESULTS.md, hotspot A). Here each step's gradient is (B, G)."""
+    S, B = len(sizes), gates.shape[1]
+    H = w.w_hh.shape[1]
+    steps = gates.unbind(0)
+    outs: list[Tensor] = [gates.new_zeros(0)] * S
+    h = c = None
+    ended_h: list[Tensor] = []
+    ended_c: list[Tensor] = []
+    for t in (range(S - 1, -1, -1) if reverse else range(S)):
+        n = sizes[t]
+        if h is None:
+            h = gates.new_zeros(n, H)
+            c = gates.new_zeros(n, H) if is_lstm else None
+        elif n > h.shape[0]:  # reverse: longer rows start here, from a zero state
+            grow = gates.new_zeros(n - h.shape[0], H)
+            h = torch.cat([h, grow])
+            c = torch.cat([c, grow]) if c is not None else None
+        elif n < h.shape[0]:  # forward: rows n.. have read their last word
+            ended_h.append(h[n:])
+            h = h[:n]
+            if c is not None:
+                ended_c.append(c[n:])
+                c = c[:n]
+        if is_lstm:
+            h, c = _lstm_cell(None, h, c, w.w_ih, w.w_hh, steps[t][:n])
+        else:
+            h = _gru_cell(None, h, w.w_ih, w.w_hh, steps[t][:n], w.b_hh)
+        outs[t] = F.pad(h, (0, 0, 0, B - n)) if n < B else h
+    # rows that ended earlier are further down the batch: the last to end comes first
+    final_h = torch.cat([h, *reversed(ended_h)])
+    final_c = torch.cat([c, *reversed(ended_c)]) if c is not None else None
+    return torch.stack(outs), final_h, final_c
 
 
 def _cuda_gates(x: Tensor | None, h: Tensor, w_ih: Tensor, w_hh: Tensor, bias_x: Tensor) -> tuple[Tensor, Tensor]:

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from nmtlib.models.attention import Attention, AttentionOutput, Memory
-from nmtlib.models.cells import StackedCells
+from nmtlib.models.cells import LayerWeights, StackedCells
 from nmtlib.models.encoders import RNNS, EncoderOutput
 
 
@@ -184,8 +184,11 @@ class RecurrentDecoder(nn.Module):
         (B, T, F), and per step the attention weights (B, T, S; with ``keep_attention``), score
         evaluations (B, T) and Flexible Attention gates (B, T), each None where not produced."""
         features, weights, evaluated, gates = [], [], [], []
-        for t in range(emb.shape[1]):
-            f, state, att = self.step(None, state, memory, (emb[:, t], emb_gates[:, t]))
+        # weights and per-step slices taken once: each one's backward is then a single
+        # accumulation, not a zero-filled gradient of the whole tensor per step
+        rnn_weights = self.cells.weights()
+        for emb_t, gates_t in zip(emb.unbind(1), emb_gates.unbind(1)):
+            f, state, att = self.step(None, state, memory, (emb_t, gates_t), rnn_weights)
             features.append(f)
             if att is not None:
                 evaluated.append(att.evaluated)
@@ -197,12 +200,13 @@ class RecurrentDecoder(nn.Module):
         return torch.stack(features, 1), stack(weights), stack(evaluated), stack(gates)
 
     def step(
-        self, y_prev: Tensor | None, state: DecoderState, memory: Memory, embedded: tuple[Tensor, Tensor] | None = None
+        self, y_prev: Tensor | None, state: DecoderState, memory: Memory, embedded: tuple[Tensor, Tensor] | None = None,
+        rnn_weights: list[LayerWeights] | None = None,
     ) -> tuple[Tensor, DecoderState, AttentionOutput | None]:
         """Consume y_{t−1} (B,), return the output features (B, F) for predicting y_t.
 
         ``embedded``: this step's slice of :meth:`embed_all`, when the caller has it (then
-        ``y_prev`` is not needed)."""
+        ``y_prev`` is not needed); ``rnn_weights``: the time loop's :meth:`StackedCells.weights`."""
         if embedded is None:
             emb = self.dropout(self.embedding(y_prev))
             gates0 = self.cells.embedding_gates(emb)
@@ -218,7 +222,7 @@ class RecurrentDecoder(nn.Module):
             rest.append(att.context)
         h_t, h, c = self.cells(
             gates0, torch.cat(rest, 1) if len(rest) > 1 else (rest[0] if rest else None), state.h, state.c,
-            self.rnn.dropout, self.training,
+            self.rnn.dropout, self.training, rnn_weights,
         )
         if self.attention is not None and self.query == "current":
             att, attn_state = self.attention(h_t, memory, attn_state, state.t, emb)

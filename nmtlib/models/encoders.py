@@ -2,6 +2,8 @@
 bidirectional GRU / LSTM of Bahdanau et al. 2015 (Eq. 9) and Shu & Nakayama 2017.
 
 Padded batches are packed, so a sentence's states do not depend on what it is batched with.
+Training on CPU runs the same packed recurrence as per-step cells (:func:`~nmtlib.models.cells.
+packed_layer`), whose backward is cheaper there than ATen's packed loop.
 States are always returned in the original source order — with ``reverse=True`` only the
 reading order changes — so attention positions, AER links and unk replacement index the
 source as written.
@@ -12,8 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from nmtlib.models.cells import layer_weights, packed_layer
 
 RNNS: dict[str, type[nn.RNNBase]] = {"lstm": nn.LSTM, "gru": nn.GRU}
 
@@ -80,12 +85,15 @@ class RecurrentEncoder(nn.Module):
         if self.reverse:
             src = reverse_padded(src, lengths.to(src.device))
         emb = self.dropout(self.embedding(src))
-        packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, hidden = self.rnn(packed)
-        states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        if torch.is_grad_enabled() and emb.device.type == "cpu":
+            states, h, c = self._cells(emb, lengths.cpu())
+        else:
+            packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            out, hidden = self.rnn(packed)
+            states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+            h, c = hidden if isinstance(hidden, tuple) else (hidden, None)
         if self.reverse:
             states = reverse_padded(states, lengths.to(src.device))
-        h, c = hidden if isinstance(hidden, tuple) else (hidden, None)
         backward_first = None
         if self.bidirectional:
             # (L*2, B, H): directions interleaved per layer; keep the forward finals and ←h_1
@@ -93,3 +101,38 @@ class RecurrentEncoder(nn.Module):
             h = h[0::2]
             c = None if c is None else c[0::2]
         return EncoderOutput(states, h, c, backward_first)
+
+    def _cells(self, emb: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """What ``self.rnn`` computes over the packed batch — (B, S, H_m) states, zero at padding,
+        and (L·D, B, H) final h and c in the module's layout — as :func:`packed_layer` cells."""
+        B, S, _ = emb.shape
+        order = torch.argsort(lengths, descending=True, stable=True)
+        longest = int(lengths[order[0]])
+        sorted_lengths = lengths[order].tolist()
+        sizes, n = [], B
+        for t in range(longest):  # rows longer than t
+            while sorted_lengths[n - 1] <= t:
+                n -= 1
+            sizes.append(n)
+        is_lstm = isinstance(self.rnn, nn.LSTM)
+        x = emb.index_select(0, order.to(emb.device)).transpose(0, 1)[:longest]  # (S', B, E)
+        hs: list[Tensor] = []
+        cs: list[Tensor] = []
+        for k in range(self.layers):
+            if k and self.rnn.dropout:
+                x = F.dropout(x, self.rnn.dropout, self.training)
+            outs = []
+            for reverse in (False, True) if self.bidirectional else (False,):
+                w = layer_weights(self.rnn, k, reverse)
+                out, h, c = packed_layer(F.linear(x, w.w_ih, w.bias_x), sizes, w, is_lstm, reverse)
+                outs.append(out)
+                hs.append(h)
+                if c is not None:
+                    cs.append(c)
+            x = torch.cat(outs, 2) if len(outs) > 1 else outs[0]
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(B)
+        inverse = inverse.to(emb.device)
+        states = F.pad(x.transpose(0, 1).index_select(0, inverse), (0, 0, 0, S - longest))
+        unsort = lambda xs: torch.stack(xs).index_select(1, inverse)  # noqa: E731
+        return states, unsort(hs), (unsort(cs) if cs else None)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from nmtlib.models.matvec import dot_scores
+
 
 class Score(nn.Module):
     """Base class. Subclasses implement :meth:`precompute` and :meth:`forward`."""
@@ -48,7 +50,7 @@ class DotScore(Score):
             )
 
     def forward(self, query: Tensor, keys: Tensor, positions: Tensor) -> Tensor:
-        return torch.bmm(keys, query.unsqueeze(2)).squeeze(2)
+        return dot_scores(keys, query)
 
 
 class GeneralScore(Score):
@@ -65,7 +67,7 @@ class GeneralScore(Score):
         return self.W_a(memory)
 
     def forward(self, query: Tensor, keys: Tensor, positions: Tensor) -> Tensor:
-        return torch.bmm(keys, query.unsqueeze(2)).squeeze(2)
+        return dot_scores(keys, query)
 
 
 class ConcatScore(Score):
