@@ -193,6 +193,38 @@ def test_ensemble_of_one_and_of_copies_equal_the_model(trained):
     assert [h.score for h in single] == pytest.approx([h.score for h in copies], abs=1e-4)
 
 
+class _RowCounter:
+    """Wraps a model and records how many rows each decoder step computes."""
+
+    def __init__(self, model):
+        self.model, self.rows = model, []
+
+    def set_tau(self, tau):
+        self.model.set_tau(tau)
+
+    def encode(self, src, src_lengths):
+        return self.model.encode(src, src_lengths)
+
+    def step(self, y_prev, state, memory):
+        self.rows.append(y_prev.shape[0])
+        return self.model.step(y_prev, state, memory)
+
+
+def test_beam_search_computes_no_row_that_cannot_change_a_result(trained):
+    """Step 0 runs one row per sentence (every hypothesis is the empty prefix); a finished
+    sentence leaves the batch; and the outputs are those of decoding each sentence alone."""
+    model, data = trained
+    idx = list(range(12))
+    counter = _RowCounter(model)
+    together = beam_search(Ensemble([counter]), collate(data, idx), beam=4)
+    assert counter.rows[0] == 12
+    assert counter.rows[1] == 12 * 4
+    assert all(a >= b for a, b in zip(counter.rows[1:], counter.rows[2:])), counter.rows
+    assert counter.rows[-1] < 12 * 4, counter.rows
+    for i, h in zip(idx, together):
+        assert beam_search(Ensemble([model]), collate(data, [i]), beam=4)[0].tokens == h.tokens
+
+
 def test_beam_search_finds_no_worse_score_than_greedy(trained):
     model, data = trained
     batch = collate(data, list(range(len(data))))

@@ -11,6 +11,8 @@ An ensemble averages the models' per-step output *distributions* (Luong et al. 2
 log p = log((1/N) Σ_n p_n). Attention weights, used for unknown-word replacement, are averaged too.
 
 History is kept as per-step backpointers, not by copying prefixes, so a step costs O(B·K).
+Step 0 decodes one row per sentence, and finished sentences leave the batch (as in OpenNMT-py
+and fairseq), so no row is computed that cannot change a result.
 """
 
 from __future__ import annotations
@@ -67,15 +69,9 @@ class Ensemble:
             raise ValueError("an ensemble needs at least one model")
         self.models = models
 
-    def start(self, batch: Batch, repeat: int):
-        states = []
-        for model in self.models:
-            memory, state = model.encode(batch.src, batch.src_lengths)
-            if repeat > 1:
-                memory = memory.repeat_interleave(repeat)
-                state = state.index_select(torch.arange(batch.src.shape[0], device=batch.src.device).repeat_interleave(repeat))
-            states.append((memory, state))
-        return states
+    def start(self, batch: Batch):
+        """Each model's encoding of ``batch`` and its initial decoder state, one row per sentence."""
+        return [model.encode(batch.src, batch.src_lengths) for model in self.models]
 
     def step(self, y_prev: Tensor, states):
         log_probs, weights, evaluated, new_states = [], [], [], []
@@ -95,8 +91,11 @@ class Ensemble:
         return lp, new_states, w, ev
 
     @staticmethod
-    def reorder(states, index: Tensor):
-        return [(memory, state.index_select(index)) for memory, state in states]
+    def reorder(states, index: Tensor, memory_rows: Tensor | None = None):
+        """Decoder states gathered at rows ``index``; the encodings at ``memory_rows`` when the
+        batch's sentences or rows per sentence change."""
+        return [(memory if memory_rows is None else memory.index_select(memory_rows), state.index_select(index))
+                for memory, state in states]
 
 
 def max_lengths(src_lengths: Tensor, ratio: float) -> list[int]:
@@ -108,7 +107,7 @@ def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) 
     """Argmax decoding; the reference beam search must agree with it at beam size 1."""
     B = batch.src.shape[0]
     limits = max_lengths(batch.src_lengths, max_len_ratio)
-    states = ensemble.start(batch, 1)
+    states = ensemble.start(batch)
     y = torch.full((B,), BOS_ID, dtype=torch.long, device=batch.src.device)
     tokens: list[list[int]] = [[] for _ in range(B)]
     steps: list[list[int]] = [[] for _ in range(B)]  # per sentence, the decoder steps it took part in
@@ -157,95 +156,110 @@ def beam_search(
 ) -> list[Hypothesis]:
     """Best hypothesis per sentence of ``batch`` (see the module docstring).
 
+    Work is spent only where hypotheses can differ: step 0 runs one row per sentence (all K
+    hypotheses are the empty prefix), and a sentence leaves the batch once it is done, so the
+    rows of the others no longer wait for the longest output.
+
     The bookkeeping runs on host lists: each step moves the 2K best candidates per sentence to
     the host in one transfer and the next rows, tokens and scores back in one, instead of one
     tiny device operation per hypothesis (which dominated on GPUs)."""
     device = batch.src.device
     B, K = batch.src.shape[0], beam
     limits = max_lengths(batch.src_lengths, max_len_ratio)
-    states = ensemble.start(batch, K)
+    states = ensemble.start(batch)
     NEG = float("-inf")
-    # only the first hypothesis of each sentence is alive at step 0
-    scores_l = [[0.0] + [NEG] * (K - 1) for _ in range(B)]
-    scores = torch.tensor(scores_l, device=device)
-    y = torch.full((B * K,), BOS_ID, dtype=torch.long, device=device)
-    backptrs: list[list[int]] = []  # per step: (B·K,) row of the previous step each row extends
-    chosen: list[list[int]] = []  # per step: (B·K,) token each row chose
-    weights: list[Tensor | None] = []  # per step: (B·K, S) attention of the step
+    active = list(range(B))  # sentences still decoded, in row order
+    width = 1  # rows per active sentence: 1 at step 0, then K
+    scores_l = [[0.0] for _ in range(B)]  # per active sentence, per row
+    scores = torch.zeros(B, 1, device=device)
+    y = torch.full((B,), BOS_ID, dtype=torch.long, device=device)
+    # per step: the row of the previous step each new row extends, and the token it chose; rows
+    # are numbered within each step's batch, whose sentences shrink as they finish
+    backptrs: list[list[int]] = []
+    chosen: list[list[int]] = []
+    weights: list[Tensor | None] = []  # per step: (rows, S) attention of the step
     sent = [_SentenceState() for _ in range(B)]
-    row_base = [b * K for b in range(B)]
 
     for t in range(max(limits)):
         lp, states, w, ev = ensemble.step(y, states)
         V = lp.shape[-1]
         if ev is not None:
-            counts = ev.view(B, K).tolist()
-            for b in range(B):
+            counts = ev.view(len(active), width).tolist()
+            for i, b in enumerate(active):
                 st = sent[b]
-                if not st.done:
-                    alive = [k for k in range(K) if scores_l[b][k] != NEG]
-                    computed = sum(counts[b][k] for k in alive)
-                    st.scores_computed += int(computed)
-                    st.hypothesis_steps += len(alive)
-                    st.window_per_step.append(computed / max(1, len(alive)))
-        total = (scores.unsqueeze(2) + lp.view(B, K, V)).view(B, K * V)
-        top_scores, top_idx = total.topk(2 * K, dim=1)  # (B, 2K), sorted
+                alive = [k for k in range(width) if scores_l[i][k] != NEG]
+                computed = sum(counts[i][k] for k in alive)
+                st.scores_computed += int(computed)
+                st.hypothesis_steps += len(alive)
+                st.window_per_step.append(computed / max(1, len(alive)))
+        total = (scores.unsqueeze(2) + lp.view(len(active), width, V)).view(len(active), width * V)
+        n_top = min(2 * K, width * V)
+        top_scores, top_idx = total.topk(n_top, dim=1)  # (A, 2K), sorted
         top = torch.cat([top_scores.double(), top_idx.double()], 1).tolist()  # one transfer
         weights.append(w)
         eos_lp = None
         rows_all: list[int] = []
         toks_all: list[int] = []
+        kept: list[int] = []  # positions in `active` of the sentences that go on
         new_scores_l: list[list[float]] = []
-        for b in range(B):
+        for i, b in enumerate(active):
             st = sent[b]
+            base = i * width
             rows: list[int] = []
             toks: list[int] = []
             scs: list[float] = []
-            if not st.done:
-                if t + 1 >= limits[b]:
-                    # length limit: every live hypothesis ends here with <eos>
-                    if eos_lp is None:
-                        eos_lp = lp[:, EOS_ID].tolist()
-                    for k in range(K):
-                        if scores_l[b][k] != NEG:
-                            raw = scores_l[b][k] + eos_lp[b * K + k]
-                            st.finished.append(_Finished(raw / (t + 1) if length_norm else raw, raw, t, b * K + k))
+            if t + 1 >= limits[b]:
+                # length limit: every live hypothesis ends here with <eos>
+                if eos_lp is None:
+                    eos_lp = lp[:, EOS_ID].tolist()
+                for k in range(width):
+                    if scores_l[i][k] != NEG:
+                        raw = scores_l[i][k] + eos_lp[base + k]
+                        st.finished.append(_Finished(raw / (t + 1) if length_norm else raw, raw, t, base + k))
+                st.done = True
+            else:
+                cand_scores, cand_idx = top[i][:n_top], top[i][n_top:]
+                for rank in range(n_top):
+                    sc = cand_scores[rank]
+                    if sc == NEG or len(rows) == K:
+                        break
+                    idx = int(cand_idx[rank])
+                    tok, row = idx % V, idx // V + base
+                    if tok == EOS_ID:
+                        if rank < K:
+                            st.finished.append(_Finished(sc / (t + 1) if length_norm else sc, sc, t, row))
+                        continue
+                    rows.append(row)
+                    toks.append(tok)
+                    scs.append(sc)
+                if not scs:
                     st.done = True
-                else:
-                    cand_scores, cand_idx = top[b][: 2 * K], top[b][2 * K:]
-                    for rank in range(2 * K):
-                        sc = cand_scores[rank]
-                        if sc == NEG or len(rows) == K:
-                            break
-                        idx = int(cand_idx[rank])
-                        tok, row = idx % V, idx // V + row_base[b]
-                        if tok == EOS_ID:
-                            if rank < K:
-                                st.finished.append(_Finished(sc / (t + 1) if length_norm else sc, sc, t, row))
-                            continue
-                        rows.append(row)
-                        toks.append(tok)
-                        scs.append(sc)
-                    if not scs:
+                elif len(st.finished) >= K:
+                    best_done = max(f.score for f in st.finished)
+                    # without length normalisation alive scores only fall: nothing can overtake
+                    if length_norm or best_done >= max(scs):
                         st.done = True
-                    elif len(st.finished) >= K:
-                        best_done = max(f.score for f in st.finished)
-                        # without length normalisation alive scores only fall: nothing can overtake
-                        if length_norm or best_done >= max(scs):
-                            st.done = True
+            if st.done:
+                continue
             pad = K - len(rows)
-            rows_all += rows + [0] * pad
+            kept.append(i)
+            rows_all += rows + [base] * pad  # dead rows: any row of the sentence, score −inf
             toks_all += toks + [EOS_ID] * pad
             new_scores_l.append(scs + [NEG] * pad)
         backptrs.append(rows_all)
         chosen.append(toks_all)
-        scores_l = new_scores_l
-        if all(s.done for s in sent):
+        if not kept:
             break
+        memory_rows = None
+        if width != K or len(kept) < len(active):  # K copies of each remaining sentence's encoding
+            memory_rows = torch.tensor([i * width for i in kept for _ in range(K)]).to(device, non_blocking=True)
         moved = torch.tensor([rows_all, toks_all], dtype=torch.long).to(device, non_blocking=True)
-        scores = torch.tensor(scores_l, dtype=torch.float32).to(device, non_blocking=True)
-        states = ensemble.reorder(states, moved[0])
+        scores = torch.tensor(new_scores_l, dtype=torch.float32).to(device, non_blocking=True)
+        states = ensemble.reorder(states, moved[0], memory_rows)
         y = moved[1]
+        scores_l = new_scores_l
+        active = [active[i] for i in kept]
+        width = K
 
     host_weights = [None if w is None else w.float().cpu().numpy() for w in weights]
     return [_backtrack(sent[b], backptrs, chosen, host_weights) for b in range(B)]

@@ -35,10 +35,10 @@ class Memory:
     lengths: Tensor  #: (B,) source lengths
     keys: Tensor | None = None  #: (B, S, K) score keys, precomputed once per sentence
 
-    def repeat_interleave(self, k: int) -> Memory:
-        """Each row repeated ``k`` times in place (beam search: k hypotheses per sentence)."""
-        rep = lambda t: None if t is None else t.repeat_interleave(k, dim=0)  # noqa: E731
-        return Memory(rep(self.values), rep(self.mask), rep(self.lengths), rep(self.keys))
+    def index_select(self, rows: Tensor) -> Memory:
+        """Rows ``rows`` of every field (beam search: the hypotheses of the sentences still decoded)."""
+        sel = lambda t: None if t is None else t.index_select(0, rows)  # noqa: E731
+        return Memory(sel(self.values), sel(self.mask), sel(self.lengths), sel(self.keys))
 
 
 class AttentionOutput(NamedTuple):
