@@ -6,9 +6,11 @@ returns an :class:`AttentionOutput` with the context vector, the weights over *a
 positions (zeros where nothing was computed: for AER, heatmaps and unk replacement) and the
 number of score evaluations per row — the quantity Shu & Nakayama report as the window size.
 
-Windowed mechanisms really skip work: they gather the keys inside the window (width W ≤ 2D+1 for
-local attention, the τ-span for Flexible Attention) and score only those; weights are never
-obtained by masking a full computation.
+Windowed mechanisms really skip work. Local attention gathers the keys inside each row's window
+(width W ≤ 2D+1) and scores only those. Flexible Attention with a threshold τ scores the span of
+positions that covers every row's window, as views of the keys and values, and masks each row to
+its own window: gathering per-row windows cost more than the scores it saved (benchmarks/
+RESULTS.md, table 5c). Weights are never obtained by masking a computation over the whole source.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtlib.models.matvec import weighted_sum
@@ -215,35 +218,44 @@ class FlexibleAttention(Attention):
         return torch.sigmoid(self.v_g(torch.tanh(self.W_g(torch.cat([query, embedded], 1))))).squeeze(1)
 
     def window(self, focus: Tensor, gate: Tensor, lengths: Tensor, tau: float) -> tuple[Tensor, Tensor]:
-        """Integer bounds [lo, hi] of the open span (p − r, p + r), r = σ√(2τ/g), in the sentence."""
+        """Integer bounds [lo, hi] of the open span (p − r, p + r), r = σ√(2τ/g), in the sentence.
+
+        An empty span (no integer within r of p, or p outside the sentence) becomes the word
+        nearest to p. Taking the min/max with that word does it without a branch: a non-empty
+        span always contains the integer nearest to p, since it is the closest integer of all."""
         radius = self.sigma * torch.sqrt(2 * tau / gate)
-        lo = torch.floor(focus - radius).long() + 1
-        hi = torch.ceil(focus + radius).long() - 1
-        lo = lo.clamp(min=0)
-        hi = torch.minimum(hi, lengths - 1)
-        # an empty span (only possible when p lies outside the sentence) scores the nearest word
-        nearest = torch.round(focus).long().clamp(min=0).minimum(lengths - 1)
-        empty = lo > hi
-        return torch.where(empty, nearest, lo), torch.where(empty, nearest, hi)
+        last = (lengths - 1).to(focus.dtype)
+        nearest = torch.round(focus).clamp(min=0).minimum(last)
+        lo = torch.floor(focus - radius).add_(1).clamp_(min=0).minimum(nearest)
+        hi = torch.ceil(focus + radius).sub_(1).minimum(last).maximum(nearest)
+        return lo.long(), hi.long()
 
     def forward(self, query, memory, state, step, embedded):
         focus = state["focus"]
         gate = self.strength(query, embedded)
-        S = memory.mask.shape[1]
-        all_positions = torch.arange(S, device=query.device, dtype=focus.dtype)
+        B, S = memory.mask.shape
         if self.tau is None or math.isinf(self.tau):
             # τ = ∞ (training): every position is scored, so score the memory in place
-            penalty = gate.unsqueeze(1) * (all_positions - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)
+            positions = torch.arange(S, device=query.device, dtype=focus.dtype)
+            penalty = gate.unsqueeze(1) * (positions - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)
             out = self._attend_all(query, memory, bias=-penalty)._replace(gate=gate)
+            weights = out.weights
         else:
+            # Scores are computed on the span [first, last] that covers every row's window: keys
+            # and values are views of it, not gathered copies, and each row is masked to its own
+            # window. A row's evaluations are its window's size (Shu & Nakayama's count).
             lo, hi = self.window(focus.detach(), gate.detach(), memory.lengths, self.tau)
-            width = int((hi - lo).max().item()) + 1  # one host sync per step, on the decode path only
-            positions = lo.unsqueeze(1) + torch.arange(width, device=query.device)
-            valid = positions <= hi.unsqueeze(1)
-            penalty = gate.unsqueeze(1) * (positions.to(focus.dtype) - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)
-            weights, positions = self._score_window(query, memory, positions, valid, bias=-penalty)
-            out = self._scatter(weights, positions, valid, memory)._replace(gate=gate)
-        new_focus = (out.weights * all_positions).sum(1)  # Eq. 4
+            first, last = torch.stack([lo.min(), hi.max()]).tolist()  # one host sync per step, decoding only
+            span = torch.arange(first, last + 1, device=query.device)
+            valid = (span >= lo.unsqueeze(1)) & (span <= hi.unsqueeze(1))
+            positions = span.to(focus.dtype)
+            penalty = gate.unsqueeze(1) * (positions - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)
+            keys, values = memory.keys[:, first:last + 1], memory.values[:, first:last + 1]
+            logits = self.score(query, keys, span.expand(B, -1)) - penalty
+            weights = masked_softmax(logits, valid)
+            full = F.pad(weights, (first, S - 1 - last))
+            out = AttentionOutput(weighted_sum(weights, values), full, hi - lo + 1, gate)
+        new_focus = (weights * positions).sum(1)  # Eq. 4
         return out, {"focus": new_focus}
 
 
