@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                    help="wall time (default), or process CPU time when the machine is busy with other jobs")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="decode each setting this many times and report the median time (a noisy machine)")
     p.add_argument("--json", type=Path, help="also write the results here")
     return p.parse_args(argv)
 
@@ -185,11 +188,14 @@ def main(argv=None) -> int:
                     # warm-up (one-time allocations, oneDNN primitives), untimed
                     decode_data(decoded, ParallelData(test.src[: min(bs, 8)], None), opts, device)
                     load = bc.loadavg()
-                    bc.sync(device)
-                    t0 = bc.timer()
-                    hyps, _ = decode_data(decoded, ParallelData(test.src, None), opts, device)
-                    bc.sync(device)
-                    elapsed = bc.timer() - t0
+                    times = []
+                    for _ in range(args.repeat):
+                        bc.sync(device)
+                        t0 = bc.timer()
+                        hyps, _ = decode_data(decoded, ParallelData(test.src, None), opts, device)
+                        bc.sync(device)
+                        times.append(bc.timer() - t0)
+                    elapsed = statistics.median(times)
                     model.set_tau(None)
                     out_len = sum(len(h.tokens) for h in hyps) / len(hyps)
                     computed = sum(h.scores_computed for h in hyps)
