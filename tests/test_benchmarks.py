@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SHARED
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "benchmarks"
@@ -19,7 +20,8 @@ import bench_common as bc  # noqa: E402
 
 
 def run(script: str, *args: str, out: Path, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NMTLIB_BENCH_OUT": str(out), "OMP_NUM_THREADS": "1"}
+    # the scripts find shared/ through $NMTLIB_SHARED: hand them the one the tests found
+    env = {**os.environ, "NMTLIB_BENCH_OUT": str(out), "OMP_NUM_THREADS": "1", "NMTLIB_SHARED": str(SHARED)}
     proc = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, env=env,
                           cwd=REPO, timeout=600)
     if check:
@@ -80,7 +82,7 @@ def test_peer_side_by_side_tiny(tmp_path):
     peer = Path(os.environ.get("PEER", Path.home() / ".cache" / "nmtlib-peer"))
     if not (peer / "venv" / "bin" / "python").exists():
         pytest.skip("OpenNMT-py peer venv not installed (bash benchmarks/peer/setup_opennmt.sh)")
-    if not (bc.shared_dir() / "data" / "small_parallel_enja" / "train.en").exists():
+    if not (SHARED / "data" / "small_parallel_enja" / "train.en").exists():
         pytest.skip("shared/data/small_parallel_enja not present")
     proc = run("peer_opennmt.py", "--scale", "tiny", "--train-steps", "2", "--report-every", "1",
                "--decode-sentences", "3", "--beams", "2", "--decode-batch-sizes", "3", "--work", str(tmp_path / "w"),
