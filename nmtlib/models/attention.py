@@ -106,14 +106,18 @@ class Attention(nn.Module):
             logits = logits + bias
         return masked_softmax(logits, valid), positions
 
-    def _attend_all(self, query: Tensor, memory: Memory, bias: Tensor | None = None) -> AttentionOutput:
-        """Every source position scored in place (no gather); ``bias`` (B, S) is added to the logits."""
-        B, S = memory.mask.shape
-        logits = self.score(query, memory.keys, torch.arange(S, device=query.device).expand(B, S))
+    def _attend_span(
+        self, query: Tensor, memory: Memory, first: int, last: int, valid: Tensor, bias: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Context (B, H_m) and weights (B, last − first + 1) over source positions first..last,
+        scored in place (views of the keys and values, no gather); ``valid`` (B, ·) masks each
+        row, ``bias`` (B, ·) is added to the logits."""
+        span = torch.arange(first, last + 1, device=query.device).expand(query.shape[0], -1)
+        logits = self.score(query, memory.keys[:, first:last + 1], span)
         if bias is not None:
             logits = logits + bias
-        weights = masked_softmax(logits, memory.mask)
-        return AttentionOutput(weighted_sum(weights, memory.values), weights, memory.lengths.clone())
+        weights = masked_softmax(logits, valid)
+        return weighted_sum(weights, memory.values[:, first:last + 1]), weights
 
     @staticmethod
     def _scatter(weights_w: Tensor, positions: Tensor, valid: Tensor, memory: Memory) -> AttentionOutput:
@@ -130,7 +134,8 @@ class GlobalAttention(Attention):
     name = "global"
 
     def forward(self, query, memory, state, step, embedded):
-        return self._attend_all(query, memory), state
+        context, weights = self._attend_span(query, memory, 0, memory.mask.shape[1] - 1, memory.mask)
+        return AttentionOutput(context, weights, memory.lengths.clone()), state
 
 
 class LocalMonotonicAttention(Attention):
@@ -233,30 +238,25 @@ class FlexibleAttention(Attention):
     def forward(self, query, memory, state, step, embedded):
         focus = state["focus"]
         gate = self.strength(query, embedded)
-        B, S = memory.mask.shape
+        S = memory.mask.shape[1]
         if self.tau is None or math.isinf(self.tau):
-            # τ = ∞ (training): every position is scored, so score the memory in place
-            positions = torch.arange(S, device=query.device, dtype=focus.dtype)
-            penalty = gate.unsqueeze(1) * (positions - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)
-            out = self._attend_all(query, memory, bias=-penalty)._replace(gate=gate)
-            weights = out.weights
+            # τ = ∞ (training): every position is scored
+            first, last, valid, evaluated = 0, S - 1, memory.mask, memory.lengths.clone()
         else:
-            # Scores are computed on the span [first, last] that covers every row's window: keys
-            # and values are views of it, not gathered copies, and each row is masked to its own
-            # window. A row's evaluations are its window's size (Shu & Nakayama's count).
+            # Scores are computed on the span [first, last] that covers every row's window, and
+            # each row is masked to its own window. A row's evaluations are its window's size
+            # (Shu & Nakayama's count).
             lo, hi = self.window(focus.detach(), gate.detach(), memory.lengths, self.tau)
             first, last = torch.stack([lo.min(), hi.max()]).tolist()  # one host sync per step, decoding only
             span = torch.arange(first, last + 1, device=query.device)
             valid = (span >= lo.unsqueeze(1)) & (span <= hi.unsqueeze(1))
-            positions = span.to(focus.dtype)
-            penalty = gate.unsqueeze(1) * (positions - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)
-            keys, values = memory.keys[:, first:last + 1], memory.values[:, first:last + 1]
-            logits = self.score(query, keys, span.expand(B, -1)) - penalty
-            weights = masked_softmax(logits, valid)
-            full = F.pad(weights, (first, S - 1 - last))
-            out = AttentionOutput(weighted_sum(weights, values), full, hi - lo + 1, gate)
+            evaluated = hi - lo + 1
+        positions = torch.arange(first, last + 1, device=query.device, dtype=focus.dtype)
+        penalty = gate.unsqueeze(1) * (positions - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)  # Eq. 5–6
+        context, weights = self._attend_span(query, memory, first, last, valid, bias=-penalty)
+        full = weights if (first, last) == (0, S - 1) else F.pad(weights, (first, S - 1 - last))
         new_focus = (weights * positions).sum(1)  # Eq. 4
-        return out, {"focus": new_focus}
+        return AttentionOutput(context, full, evaluated, gate), {"focus": new_focus}
 
 
 #: attention names → classes (``none`` means a non-attentional model)

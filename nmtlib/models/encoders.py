@@ -130,9 +130,7 @@ class RecurrentEncoder(nn.Module):
                 if c is not None:
                     cs.append(c)
             x = torch.cat(outs, 2) if len(outs) > 1 else outs[0]
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(B)
-        inverse = inverse.to(emb.device)
+        inverse = torch.argsort(order).to(emb.device)
         states = F.pad(x.transpose(0, 1).index_select(0, inverse), (0, 0, 0, S - longest))
         unsort = lambda xs: torch.stack(xs).index_select(1, inverse)  # noqa: E731
         return states, unsort(hs), (unsort(cs) if cs else None)

@@ -4,7 +4,7 @@ Attention does two of them per decoder step: the scores q·k_s of a query agains
 (``dot``/``general``, Luong Eq. 8) and the context Σ_s a(s) h̄_s (Eq. 4 of Bahdanau et al., the
 weighted sum of Luong §3). As ``torch.bmm`` with a vector operand, their backward passes are
 batched outer products and (H, S)×(S, 1) products, which ATen's CPU kernels run at 1–2 GFLOP/s:
-at 2×256, batch 64, one score's forward and backward took 5.3 ms against 0.4 ms here
+at 2×256, batch 64, one score's forward and backward took 5.3 ms against 0.9 ms here
 (benchmarks/RESULTS.md, hotspot G). Each product is written as a (1, ·) row times a matrix, the
 layout the CPU GEMM handles well, and each outer product as a broadcast multiply.
 
