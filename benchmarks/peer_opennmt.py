@@ -71,6 +71,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "vocabularies padded to 50K")
     p.add_argument("--train-steps", type=int, default=300)
     p.add_argument("--report-every", type=int, default=50, help="peer report window; the first is not timed")
+    p.add_argument("--train-repeat", type=int, default=1,
+                   help="train N times, ours and the peer's alternating; report the medians")
     p.add_argument("--batch-size", type=int, default=None, help="override the scale's batch size")
     p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--beams", default="12,1")
@@ -303,10 +305,11 @@ def peer_decode(py: Path, model_file: Path, test_src: Path, work: Path, beam: in
             "peak_rss_mb": peak, "load_before": load}
 
 
-def median_run(runs: list[dict]) -> dict:
-    """The run with the median speed (the lower middle one for an even count), with every run's speed."""
-    ranked = sorted(runs, key=lambda r: r["sentences_per_s"])
-    return {**ranked[(len(ranked) - 1) // 2], "runs_sentences_per_s": [r["sentences_per_s"] for r in runs]}
+def median_run(runs: list[dict], key: str = "sentences_per_s") -> dict:
+    """The run with the median ``key`` (the lower middle one for an even count), with every run's value
+    under ``runs_KEY``."""
+    ranked = sorted(runs, key=lambda r: r[key])
+    return {**ranked[(len(ranked) - 1) // 2], f"runs_{key}": [r[key] for r in runs]}
 
 
 PEER_CONFIG = """\
@@ -447,16 +450,22 @@ def main(argv=None) -> int:
         run_peer(py, "build_vocab", ["-config", str(config), "-n_sample", "-1"], args.threads, work / "build_vocab.log")
 
     results: dict = {"info": info, "command": bc.command_line(), "spec": spec}
-    # -- training, ours then the peer's
-    load = bc.loadavg()
-    ours = bc.run_worker(HERE, ["train", "--spec", json.dumps(spec)], bc.thread_env(args.threads))
-    ours["load_before"] = load
-    print(f"  ours train: {ours['tgt_tokens_per_s']:.0f} tgt tok/s (load {load})", file=sys.stderr, flush=True)
-    load = bc.loadavg()
-    text, peak = run_peer(py, "train", ["-config", str(config)], args.threads, work / "train.log")
-    peer = parse_peer_train(text, args.report_every)
-    peer["peak_rss_mb"], peer["load_before"] = peak, load
-    print(f"  peer train: {peer['tgt_tokens_per_s']:.0f} tgt tok/s (load {load})", file=sys.stderr, flush=True)
+    # -- training, ours then the peer's, alternating when repeated (the machine's speed drifts)
+    ours_runs, peer_runs = [], []
+    for _ in range(args.train_repeat):
+        load = bc.loadavg()
+        o = bc.run_worker(HERE, ["train", "--spec", json.dumps(spec)], bc.thread_env(args.threads))
+        o["load_before"] = load
+        print(f"  ours train: {o['tgt_tokens_per_s']:.0f} tgt tok/s (load {load})", file=sys.stderr, flush=True)
+        load = bc.loadavg()
+        text, peak = run_peer(py, "train", ["-config", str(config)], args.threads, work / "train.log")
+        p = parse_peer_train(text, args.report_every)
+        p["peak_rss_mb"], p["load_before"] = peak, load
+        print(f"  peer train: {p['tgt_tokens_per_s']:.0f} tgt tok/s (load {load})", file=sys.stderr, flush=True)
+        ours_runs.append(o)
+        peer_runs.append(p)
+    ours = median_run(ours_runs, "tgt_tokens_per_s")
+    peer = median_run(peer_runs, "tgt_tokens_per_s")
     results["train"] = {"ours": ours, "peer": peer}
 
     rows = [["training tgt tokens/s", ours["tgt_tokens_per_s"], peer["tgt_tokens_per_s"],
@@ -493,6 +502,14 @@ def main(argv=None) -> int:
                             rows))
     print(f"\npeer training windows (tok/s per {args.report_every} steps): {[round(x) for x in peer['windows']]}")
     print(f"our training windows  (tok/s per {args.report_every} steps): {[round(x) for x in ours['windows']]}")
+    if args.train_repeat > 1:
+        print(f"training runs, tgt tok/s (alternating, the median reported): ours "
+              f"{[round(x) for x in ours['runs_tgt_tokens_per_s']]}, peer {[round(x) for x in peer['runs_tgt_tokens_per_s']]}")
+    if args.decode_repeat > 1:
+        for r in results["decode"]:
+            print(f"decode runs, beam {r['beam']} batch {r['batch']}, sent/s: ours "
+                  f"{[round(x, 1) for x in r['ours']['runs_sentences_per_s']]}, peer "
+                  f"{[round(x, 1) for x in r['peer']['runs_sentences_per_s']]}")
     print(f"load average at end: {bc.loadavg()}; logs and configs: {work}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

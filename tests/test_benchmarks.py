@@ -86,12 +86,16 @@ def test_peer_side_by_side_tiny(tmp_path):
     if not (SHARED / "data" / "small_parallel_enja" / "train.en").exists():
         pytest.skip("shared/data/small_parallel_enja not present")
     proc = run("peer_opennmt.py", "--scale", "tiny", "--train-steps", "2", "--report-every", "1",
-               "--decode-sentences", "3", "--beams", "2", "--decode-batch-sizes", "3", "--decode-repeat", "2",
+               "--decode-sentences", "3", "--beams", "2", "--decode-batch-sizes", "3", "--decode-repeat", "2", "--train-repeat", "2",
                "--work", str(tmp_path / "w"), "--json", str(tmp_path / "peer.json"), out=tmp_path)
     assert "| training tgt tokens/s |" in proc.stdout
     assert "| decode sent/s, beam 2, batch 3 |" in proc.stdout
-    # --decode-repeat: both toolkits decoded twice; the reported speed is one of the runs (the lower middle)
-    (decode,) = json.loads((tmp_path / "peer.json").read_text())["decode"]
+    # --train/decode-repeat: both toolkits ran twice; the reported speed is one of the runs (the lower middle)
+    results = json.loads((tmp_path / "peer.json").read_text())
+    for side in ("ours", "peer"):
+        runs = results["train"][side]["runs_tgt_tokens_per_s"]
+        assert len(runs) == 2 and results["train"][side]["tgt_tokens_per_s"] == min(runs)
+    (decode,) = results["decode"]
     for side in ("ours", "peer"):
         runs = decode[side]["runs_sentences_per_s"]
         assert len(runs) == 2 and all(r > 0 for r in runs)
