@@ -574,6 +574,24 @@ def _wait_for(condition, proc: subprocess.Popen, log: Path, what: str, timeout: 
     pytest.fail(f"timed out waiting for {what}")
 
 
+def _wait_quiet(log: Path, proc: subprocess.Popen, quiet: float = 0.5, timeout: float = 60) -> None:
+    """Until snakemake's log has not grown for ``quiet`` seconds: its scheduler is then waiting on
+    running jobs, not handling a job's start or end. Snakemake 9.27 loses a signal that arrives
+    while it writes a log line (its log handler's ``emit`` catches KeyboardInterrupt and passes),
+    and its SIGTERM handler deadlocks if the signal arrives while the scheduler holds its lock (the
+    handler takes the same non-reentrant ``threading.Lock``). A user's Ctrl-C or a batch system's
+    SIGTERM lands at a random moment; the test must not depend on that race."""
+    deadline = time.time() + timeout
+    size, since = -1, time.time()
+    while time.time() < deadline and proc.poll() is None:
+        now = log.stat().st_size
+        if now != size:
+            size, since = now, time.time()
+        elif time.time() - since >= quiet:
+            return
+        time.sleep(0.05)
+
+
 def _snapshot(work: Path) -> dict[str, tuple[int, str]]:
     """results/ file -> (mtime in ns, sha256), checkpoints left out (rewritten on resume by design)."""
     out = {}
@@ -605,6 +623,8 @@ def interrupted_workflow(tmp_path_factory) -> SimpleNamespace:
 
     def quoted(c):
         c["data"].update(alignments=str(gold / "test.align"), dictionary=str(gold / "lexicon.tsv"))
+        # training long enough (about 100 steps after the first checkpoint) to be interrupted while it runs
+        c["train"].update(epochs=12, max_steps=100)
 
     config = write_yaml(base / f"config {HOSTILE}.yaml", tiny_config(quoted))
     cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(work), "--cores", "2",
@@ -619,9 +639,11 @@ def interrupted_workflow(tmp_path_factory) -> SimpleNamespace:
         return proc, log
 
     models = work / "results" / "tiny" / "models"
-    # 1. Ctrl-C in a terminal: SIGINT to snakemake and its jobs, once a model has a checkpoint
+    # 1. Ctrl-C in a terminal: SIGINT to snakemake and its jobs, while a model trains past a checkpoint
     proc, log = start("1-sigint")
-    _wait_for(lambda: any(models.glob("*/seed1/checkpoints/last.pt")), proc, log, "a checkpoint")
+    _wait_for(lambda: any(not (p.parent.parent / "model.pt").exists()
+                          for p in models.glob("*/seed1/checkpoints/last.pt")), proc, log, "a checkpoint")
+    _wait_quiet(log, proc)
     os.killpg(proc.pid, signal.SIGINT)
     ns.rc1 = proc.wait(timeout=300)
     ns.after1, ns.incomplete1 = _snapshot(work), _incomplete(work)
@@ -630,6 +652,7 @@ def interrupted_workflow(tmp_path_factory) -> SimpleNamespace:
     # 2. SIGTERM to snakemake alone (kill PID, a batch system stopping the driver job)
     proc, log = start("2-sigterm", "--rerun-incomplete")
     _wait_for(lambda: any((work / "logs" / "tiny" / "translate").glob("*.log")), proc, log, "a translate job")
+    _wait_quiet(log, proc, quiet=0.3)  # a translate job lives 2 s or more (Python and torch start-up)
     proc.send_signal(signal.SIGTERM)
     ns.rc2 = proc.wait(timeout=300)
     ns.log2 = log.read_text()
