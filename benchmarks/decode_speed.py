@@ -61,7 +61,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                    help="wall time (default), or process CPU time when the machine is busy with other jobs")
     p.add_argument("--repeat", type=int, default=1,
-                   help="decode each setting this many times and report the median time (a noisy machine)")
+                   help="decode every setting this many times, in rounds (one decode of each setting per round), "
+                        "and report the median time (a noisy machine)")
     p.add_argument("--json", type=Path, help="also write the results here")
     return p.parse_args(argv)
 
@@ -168,55 +169,67 @@ def main(argv=None) -> int:
     print(f"data: first {len(test)} sentences of {where}, mean source length "
           f"{mean_src:.1f}, mean reference length {mean_ref:.1f}; {lengths_note}")
 
-    rows, results, global_evals = [], [], {}
+    # every (model, τ, beam, batch) setting; with --repeat the settings are timed in rounds, one
+    # decode of each per round, so a drift of the machine's speed hits every setting alike
+    settings = []
     for arch in archs:
         if args.results:
             model, record = load_model(args.results / "models" / arch / "seed1" / "model.pt", device)
         else:
             model, record = trained_model(arch, args, corpus, device)
-        gate = mean_gate(model, test, device) if record["variant"]["model"]["attention"] == "flexible" else None
+        flexible = record["variant"]["model"]["attention"] == "flexible"
+        gate = mean_gate(model, test, device) if flexible else None
         if gate is not None:
             print(f"  {arch}: Flexible Attention strength g(t) on the test references (teacher forced): "
                   f"mean {gate[0]:.3g}, median {gate[1]:.3g}", file=sys.stderr, flush=True)
-        arch_taus = taus if record["variant"]["model"]["attention"] == "flexible" else [None]
-        for tau in arch_taus:
+        for tau in taus if flexible else [None]:
             for beam in beams:
                 for bs in batch_sizes:
                     decoded = [bc.ForcedLength(model, args.force_length)] if args.force_length else [model]
                     ratio = max(args.max_len_ratio, float(args.force_length or 0))
-                    opts = DecodeOptions(beam=beam, batch_size=bs, max_len_ratio=ratio, tau=tau)
-                    # warm-up (one-time allocations, oneDNN primitives), untimed
-                    decode_data(decoded, ParallelData(test.src[: min(bs, 8)], None), opts, device)
-                    load = bc.loadavg()
-                    times = []
-                    for _ in range(args.repeat):
-                        bc.sync(device)
-                        t0 = bc.timer()
-                        hyps, _ = decode_data(decoded, ParallelData(test.src, None), opts, device)
-                        bc.sync(device)
-                        times.append(bc.timer() - t0)
-                    elapsed = statistics.median(times)
-                    model.set_tau(None)
-                    out_len = sum(len(h.tokens) for h in hyps) / len(hyps)
-                    computed = sum(h.scores_computed for h in hyps)
-                    hyp_steps = sum(h.hypothesis_steps for h in hyps)
-                    evals = computed / hyp_steps if hyp_steps else float("nan")
-                    key = (beam, bs)
-                    if arch == args.baseline and tau is None:
-                        global_evals[key] = (evals, elapsed)
-                    r = {"arch": arch, "tau": "inf" if tau is None else tau, "beam": beam, "batch": bs,
-                         "sentences_per_s": len(hyps) / elapsed, "ms_per_sentence": 1000 * elapsed / len(hyps),
-                         "mean_output_tokens": out_len, "score_evals_per_step": evals,
-                         "ms_per_sentence_per_step": 1000 * elapsed / len(hyps) / (out_len + 1),
-                         "load_before": load, "dev_ppl": record.get("dev_ppl"),
-                         "gate_mean": gate[0] if gate else None, "gate_median": gate[1] if gate else None}
-                    results.append(r)
-                    tau_label = "" if record["variant"]["model"]["attention"] != "flexible" else (
-                        "∞" if tau is None else f"{tau:g}")
-                    rows.append([arch, tau_label, beam, bs, r["sentences_per_s"], r["ms_per_sentence"],
-                                 r["ms_per_sentence_per_step"], out_len, evals, load])
-                    print(f"  {arch} tau={r['tau']} beam {beam} batch {bs}: {r['sentences_per_s']:.1f} sent/s, "
-                          f"{evals:.2f} evals/step, out len {out_len:.1f} (load {load})", file=sys.stderr, flush=True)
+                    settings.append({"arch": arch, "record": record, "flexible": flexible, "gate": gate,
+                                     "tau": tau, "beam": beam, "bs": bs, "model": model, "decoded": decoded,
+                                     "opts": DecodeOptions(beam=beam, batch_size=bs, max_len_ratio=ratio, tau=tau),
+                                     "times": []})
+    for st in settings:  # warm-up (one-time allocations, oneDNN primitives), untimed
+        decode_data(st["decoded"], ParallelData(test.src[: min(st["bs"], 8)], None), st["opts"], device)
+        st["model"].set_tau(None)
+    for _ in range(args.repeat):
+        for st in settings:
+            st.setdefault("load", bc.loadavg())  # before its first timed decode
+            bc.sync(device)
+            t0 = bc.timer()
+            st["hyps"], _ = decode_data(st["decoded"], ParallelData(test.src, None), st["opts"], device)
+            bc.sync(device)
+            st["times"].append(bc.timer() - t0)
+            st["model"].set_tau(None)
+
+    rows, results, global_evals = [], [], {}
+    for st in settings:
+        arch, record, gate, tau, beam, bs, hyps = (st[k] for k in ("arch", "record", "gate", "tau", "beam", "bs", "hyps"))
+        elapsed = statistics.median(st["times"])
+        out_len = sum(len(h.tokens) for h in hyps) / len(hyps)
+        computed = sum(h.scores_computed for h in hyps)
+        hyp_steps = sum(h.hypothesis_steps for h in hyps)
+        evals = computed / hyp_steps if hyp_steps else float("nan")
+        key = (beam, bs)
+        if arch == args.baseline and tau is None:
+            global_evals[key] = (evals, elapsed)
+        r = {"arch": arch, "tau": "inf" if tau is None else tau, "beam": beam, "batch": bs,
+             "sentences_per_s": len(hyps) / elapsed, "ms_per_sentence": 1000 * elapsed / len(hyps),
+             "ms_per_sentence_runs": [1000 * t / len(hyps) for t in st["times"]],
+             "mean_output_tokens": out_len, "score_evals_per_step": evals,
+             "ms_per_sentence_per_step": 1000 * elapsed / len(hyps) / (out_len + 1),
+             "load_before": st["load"], "dev_ppl": record.get("dev_ppl"),
+             "gate_mean": gate[0] if gate else None, "gate_median": gate[1] if gate else None}
+        results.append(r)
+        tau_label = "" if not st["flexible"] else ("∞" if tau is None else f"{tau:g}")
+        rows.append([arch, tau_label, beam, bs, r["sentences_per_s"], r["ms_per_sentence"],
+                     r["ms_per_sentence_per_step"], out_len, evals, st["load"]])
+        print(f"  {arch} tau={r['tau']} beam {beam} batch {bs}: {r['sentences_per_s']:.1f} sent/s, "
+              f"{evals:.2f} evals/step, out len {out_len:.1f}"
+              + (f", ms/sent per round {[round(x, 2) for x in r['ms_per_sentence_runs']]}" if args.repeat > 1 else ""),
+              file=sys.stderr, flush=True)
     print()
     print(bc.markdown_table(["architecture", "τ", "beam", "batch", "sent/s", "ms/sent", "ms/sent/step",
                              "mean out len", "score evals/step", "load avg before"], rows))

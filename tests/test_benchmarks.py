@@ -42,8 +42,12 @@ def test_train_speed_prints_a_row_per_architecture(tmp_path):
 def test_decode_speed_flexible_vs_global_table(tmp_path):
     proc = run("decode_speed.py", "--scale", "tiny", "--train-steps", "2", "--sentences", "3", "--beams", "2",
                "--batch-sizes", "2", "--corpus-size", "100", "--archs", "shu-baseline,shu-flexible",
-               "--force-length", "4", out=tmp_path)
+               "--force-length", "4", "--repeat", "2", "--json", str(tmp_path / "d.json"), out=tmp_path)
     assert "| architecture | τ | beam |" in proc.stdout
+    # --repeat: every setting decoded twice (in rounds); the median of the two is reported
+    for r in json.loads((tmp_path / "d.json").read_text())["results"]:
+        runs = r["ms_per_sentence_runs"]
+        assert len(runs) == 2 and r["ms_per_sentence"] == pytest.approx(sum(runs) / 2)
     assert "Flexible Attention vs its global baseline" in proc.stdout
     main_table = proc.stdout.split("Flexible Attention vs its global baseline")[0]
     rows = [line.split("|") for line in main_table.splitlines() if line.startswith("| shu-")]
