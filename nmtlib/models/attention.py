@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -222,18 +223,24 @@ class FlexibleAttention(Attention):
         """g(t) of Eq. 8, shape (B,)."""
         return torch.sigmoid(self.v_g(torch.tanh(self.W_g(torch.cat([query, embedded], 1))))).squeeze(1)
 
-    def window(self, focus: Tensor, gate: Tensor, lengths: Tensor, tau: float) -> tuple[Tensor, Tensor]:
+    def window(self, focus: Tensor, gate: Tensor, lengths: Tensor, tau: float) -> tuple[np.ndarray, np.ndarray]:
         """Integer bounds [lo, hi] of the open span (p − r, p + r), r = σ√(2τ/g), in the sentence.
 
         An empty span (no integer within r of p, or p outside the sentence) becomes the word
         nearest to p. Taking the min/max with that word does it without a branch: a non-empty
-        span always contains the integer nearest to p, since it is the closest integer of all."""
-        radius = self.sigma * torch.sqrt(2 * tau / gate)
-        last = (lengths - 1).to(focus.dtype)
-        nearest = torch.round(focus).clamp(min=0).minimum(last)
-        lo = torch.floor(focus - radius).add_(1).clamp_(min=0).minimum(nearest)
-        hi = torch.ceil(focus + radius).sub_(1).minimum(last).maximum(nearest)
-        return lo.long(), hi.long()
+        span always contains the integer nearest to p, since it is the closest integer of all.
+
+        Computed on the host in float32 with NumPy, from one transfer of (p, g, length) per row:
+        the search needs the span's ends on the host anyway, and as about 25 tensor operations on
+        a few rows the bounds cost more dispatch time than the scores they save (benchmarks/
+        RESULTS.md, table 5d)."""
+        f, g, n = torch.stack([focus.detach().float(), gate.detach().float(), lengths.to(torch.float32)]).cpu().numpy()
+        last = n - 1
+        radius = np.float32(self.sigma) * np.sqrt(np.float32(2 * tau) / g)
+        nearest = np.minimum(np.maximum(np.rint(f), 0), last)  # rint rounds half to even, as torch.round
+        lo = np.minimum(np.maximum(np.floor(f - radius) + 1, 0), nearest)
+        hi = np.maximum(np.minimum(np.ceil(f + radius) - 1, last), nearest)
+        return lo.astype(np.int64), hi.astype(np.int64)
 
     def forward(self, query, memory, state, step, embedded):
         focus = state["focus"]
@@ -246,11 +253,11 @@ class FlexibleAttention(Attention):
             # Scores are computed on the span [first, last] that covers every row's window, and
             # each row is masked to its own window. A row's evaluations are its window's size
             # (Shu & Nakayama's count).
-            lo, hi = self.window(focus.detach(), gate.detach(), memory.lengths, self.tau)
-            first, last = torch.stack([lo.min(), hi.max()]).tolist()  # one host sync per step, decoding only
-            span = torch.arange(first, last + 1, device=query.device)
-            valid = (span >= lo.unsqueeze(1)) & (span <= hi.unsqueeze(1))
-            evaluated = hi - lo + 1
+            lo, hi = self.window(focus, gate, memory.lengths, self.tau)
+            first, last = int(lo.min()), int(hi.max())
+            span = np.arange(first, last + 1)
+            valid = torch.from_numpy((span >= lo[:, None]) & (span <= hi[:, None])).to(query.device)
+            evaluated = torch.from_numpy(hi - lo + 1).to(query.device)
         positions = torch.arange(first, last + 1, device=query.device, dtype=focus.dtype)
         penalty = gate.unsqueeze(1) * (positions - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)  # Eq. 5–6
         context, weights = self._attend_span(query, memory, first, last, valid, bias=-penalty)
