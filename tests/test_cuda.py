@@ -119,3 +119,28 @@ def test_other_batch_sizes_run_eagerly():
     obj, _ = graphed(model, _batch(n=8))
     obj.backward()
     assert graphed.eager_batches == 1 and not graphed.graphs
+
+
+@needs_cuda
+def test_flexible_tau_window_on_cuda_equals_cpu():
+    """With τ the window's bounds go through the host (``FlexibleAttention.window``): the same rows
+    give the same windows, weights and focus on both devices."""
+    from nmtlib.models.attention import FlexibleAttention, Memory, length_mask
+    from nmtlib.models.scores import ConcatScore
+
+    torch.manual_seed(0)
+    att = FlexibleAttention(ConcatScore(16, 16, 16), query_size=16, embedding_size=8).eval()
+    att.tau = 1.2
+    lengths = torch.tensor([12, 7, 12, 3, 9])
+    values, query, emb = torch.randn(5, 12, 16), torch.randn(5, 16), torch.randn(5, 8)
+    focus = torch.tensor([0.0, 2.5, 6.2, 1.0, 11.7])
+    outs = []
+    for device in ("cpu", "cuda"):
+        a = att.to(device)
+        memory = a.precompute(Memory(values.to(device), length_mask(lengths.to(device), 12), lengths.to(device)))
+        with torch.no_grad():
+            out, state = a(query.to(device), memory, {"focus": focus.to(device)}, 3, emb.to(device))
+        outs.append((out.evaluated.cpu(), out.weights.cpu(), state["focus"].cpu()))
+    (ev_c, w_c, f_c), (ev_g, w_g, f_g) = outs
+    assert torch.equal(ev_c, ev_g) and torch.equal(w_c > 0, w_g > 0)
+    assert torch.allclose(w_c, w_g, atol=1e-5) and torch.allclose(f_c, f_g, atol=1e-4)
