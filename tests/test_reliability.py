@@ -574,6 +574,14 @@ def _wait_for(condition, proc: subprocess.Popen, log: Path, what: str, timeout: 
     pytest.fail(f"timed out waiting for {what}")
 
 
+def _default_sigint() -> None:
+    """Ctrl-C's default action in the child. A shell without job control starts a background
+    command (`bash .ci/run &`, a CI runner's script) with SIGINT ignored; the workflow would
+    inherit that, Python would then never raise KeyboardInterrupt, and the Ctrl-C of step 1 would
+    be lost (the whole run finished with exit 0)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_quiet(log: Path, proc: subprocess.Popen, quiet: float = 0.5, timeout: float = 60) -> None:
     """Until snakemake's log has not grown for ``quiet`` seconds: its scheduler is then waiting on
     running jobs, not handling a job's start or end. Snakemake 9.27 loses a signal that arrives
@@ -635,7 +643,8 @@ def interrupted_workflow(tmp_path_factory) -> SimpleNamespace:
         log = base / f"{name}.log"
         ns.logs.append(log)
         with open(log, "w") as fh:
-            proc = subprocess.Popen([*cmd, *extra], stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen([*cmd, *extra], stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+                                    preexec_fn=_default_sigint)
         return proc, log
 
     models = work / "results" / "tiny" / "models"
