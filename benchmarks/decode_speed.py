@@ -44,6 +44,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--beams", default="12,1")
     p.add_argument("--batch-sizes", default="1,64", help="sentences per decoding batch, comma-separated")
     p.add_argument("--taus", default="inf,1.2", help="thresholds for flexible attention (inf = τ = ∞)")
+    p.add_argument("--flat-min-skipped", default=None,
+                   help="comma-separated values of FlexibleAttention.flat_min_skipped to time at finite τ "
+                        "(0: windows always laid flat, inf: always the covering span; default: the library's)")
     p.add_argument("--sentences", type=int, default=200, help="first N sentences of the synthetic test set")
     p.add_argument("--force-length", type=int, default=None,
                    help="force every hypothesis to this many decoder steps (default: the model's own lengths)")
@@ -143,6 +146,7 @@ def main(argv=None) -> int:
     beams = [int(b) for b in args.beams.split(",")]
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     taus = [None if t.strip() in ("inf", "none") else float(t) for t in args.taus.split(",")]
+    layouts = [None] if args.flat_min_skipped is None else [float(x) for x in args.flat_min_skipped.split(",")]
 
     info = bc.machine_info(args.threads if args.device == "cpu" else None, args.device)
     bc.print_header(info)
@@ -182,21 +186,30 @@ def main(argv=None) -> int:
         if gate is not None:
             print(f"  {arch}: Flexible Attention strength g(t) on the test references (teacher forced): "
                   f"mean {gate[0]:.3g}, median {gate[1]:.3g}", file=sys.stderr, flush=True)
-        for tau in taus if flexible else [None]:
+        for tau, layout in [(t, f) for t in (taus if flexible else [None]) for f in (layouts if t is not None else [None])]:
             for beam in beams:
                 for bs in batch_sizes:
                     decoded = [bc.ForcedLength(model, args.force_length)] if args.force_length else [model]
                     ratio = max(args.max_len_ratio, float(args.force_length or 0))
                     settings.append({"arch": arch, "record": record, "flexible": flexible, "gate": gate,
-                                     "tau": tau, "beam": beam, "bs": bs, "model": model, "decoded": decoded,
+                                     "tau": tau, "layout": layout, "beam": beam, "bs": bs, "model": model, "decoded": decoded,
                                      "opts": DecodeOptions(beam=beam, batch_size=bs, max_len_ratio=ratio, tau=tau),
                                      "times": []})
+    def use_layout(st) -> None:
+        att = st["model"].decoder.attention
+        if st["layout"] is not None:
+            att.flat_min_skipped = st["layout"]
+        elif att is not None and "flat_min_skipped" in vars(att):
+            del att.flat_min_skipped  # back to the class default
+
     for st in settings:  # warm-up (one-time allocations, oneDNN primitives), untimed
+        use_layout(st)
         decode_data(st["decoded"], ParallelData(test.src[: min(st["bs"], 8)], None), st["opts"], device)
         st["model"].set_tau(None)
     for _ in range(args.repeat):
         for st in settings:
             st.setdefault("load", bc.loadavg())  # before its first timed decode
+            use_layout(st)
             bc.sync(device)
             t0 = bc.timer()
             st["hyps"], _ = decode_data(st["decoded"], ParallelData(test.src, None), st["opts"], device)
@@ -215,7 +228,7 @@ def main(argv=None) -> int:
         key = (beam, bs)
         if arch == args.baseline and tau is None:
             global_evals[key] = (evals, elapsed)
-        r = {"arch": arch, "tau": "inf" if tau is None else tau, "beam": beam, "batch": bs,
+        r = {"arch": arch, "tau": "inf" if tau is None else tau, "flat_min_skipped": st["layout"], "beam": beam, "batch": bs,
              "sentences_per_s": len(hyps) / elapsed, "ms_per_sentence": 1000 * elapsed / len(hyps),
              "ms_per_sentence_runs": [1000 * t / len(hyps) for t in st["times"]],
              "mean_output_tokens": out_len, "score_evals_per_step": evals,
@@ -224,9 +237,12 @@ def main(argv=None) -> int:
              "gate_mean": gate[0] if gate else None, "gate_median": gate[1] if gate else None}
         results.append(r)
         tau_label = "" if not st["flexible"] else ("∞" if tau is None else f"{tau:g}")
+        if st["layout"] is not None:
+            tau_label += f" (flat ≥ {st['layout']:g})"
         rows.append([arch, tau_label, beam, bs, r["sentences_per_s"], r["ms_per_sentence"],
                      r["ms_per_sentence_per_step"], out_len, evals, st["load"]])
-        print(f"  {arch} tau={r['tau']} beam {beam} batch {bs}: {r['sentences_per_s']:.1f} sent/s, "
+        layout_note = "" if st["layout"] is None else f" flat>={st['layout']:g}"
+        print(f"  {arch} tau={r['tau']}{layout_note} beam {beam} batch {bs}: {r['sentences_per_s']:.1f} sent/s, "
               f"{evals:.2f} evals/step, out len {out_len:.1f}"
               + (f", ms/sent per round {[round(x, 2) for x in r['ms_per_sentence_runs']]}" if args.repeat > 1 else ""),
               file=sys.stderr, flush=True)
@@ -244,7 +260,8 @@ def main(argv=None) -> int:
                 continue
             g_evals, g_elapsed = g
             g_ms = 1000 * g_elapsed / len(test)
-            frows.append([r["arch"], f"τ={r['tau']}", r["beam"], r["batch"], r["score_evals_per_step"], g_evals,
+            layout = "" if r["flat_min_skipped"] is None else f" (flat ≥ {r['flat_min_skipped']:g})"
+            frows.append([r["arch"], f"τ={r['tau']}{layout}", r["beam"], r["batch"], r["score_evals_per_step"], g_evals,
                           f"{100 * (1 - r['score_evals_per_step'] / g_evals):.1f}%", r["ms_per_sentence"], g_ms,
                           f"{100 * (1 - r['ms_per_sentence'] / g_ms):.1f}%"])
         print(bc.markdown_table(["model", "flexible", "beam", "batch", "evals/step", "global evals/step", "fewer evals",

@@ -203,11 +203,50 @@ def test_flexible_window_equals_closed_form_and_shrinks_with_tau():
 
 
 def test_flexible_truncation_really_scores_fewer_positions():
-    """The score function is called on the window's keys only, not on all and masked."""
+    """The score function sees the windows' (row, position) pairs only (flat layout), or the span
+    that covers the windows (few rows), never all positions masked."""
     att = flexible()
-    memory = att.precompute(memory_of(torch.randn(1, 40, 4), [40]))
+    memory = att.precompute(memory_of(torch.randn(2, 40, 4), [40, 30]))
     seen = []
-    att.score.register_forward_hook(lambda m, args, out: seen.append(args[1].shape[1]))
+    att.score.register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
     att.tau = 0.5
-    att(torch.randn(1, 4), memory, {"focus": torch.tensor([20.0])}, 0, torch.randn(1, 3))
-    assert seen and seen[0] < 40
+    state, query, emb = {"focus": torch.tensor([20.0, 3.0])}, torch.randn(2, 4), torch.randn(2, 3)
+    att.flat_min_skipped = 0
+    out, _ = att(query, memory, state, 0, emb)
+    assert seen == [(int(out.evaluated.sum()), 1)] and seen[0][0] < 40
+    seen.clear()
+    att.flat_min_skipped = float("inf")
+    out, _ = att(query, memory, state, 0, emb)
+    assert len(seen) == 1 and seen[0][0] == 2 and seen[0][1] < 40
+
+
+@pytest.mark.parametrize("score", [DotScore(4, 4), GeneralScore(4, 4), ConcatScore(4, 4, 5), LocationScore(4, 4, 6)])
+def test_score_of_pairs_equals_the_batched_score(score):
+    """Score.pairs (the flat layout of Flexible Attention's windows) gives the logits of forward."""
+    torch.manual_seed(0)
+    keys = score.precompute(torch.randn(3, 7, 4))
+    query = torch.randn(3, 4)
+    positions = torch.arange(7).expand(3, -1)
+    full = score(query, keys, positions)  # (3, 7)
+    rows, pos = torch.tensor([0, 0, 1, 2, 2, 2]), torch.tensor([0, 6, 3, 1, 2, 5])
+    assert torch.allclose(score.pairs(query, keys, rows, pos), full[rows, pos], atol=1e-6)
+
+
+def test_flexible_window_layouts_agree():
+    """With τ, the flat layout (the windows' pairs) and the covering span (each row masked) give
+    the same weights, context, focus and evaluation counts."""
+    torch.manual_seed(2)
+    att = FlexibleAttention(ConcatScore(4, 4, 6), query_size=4, embedding_size=3)
+    att.tau = 1.2
+    memory = att.precompute(memory_of(torch.randn(5, 20, 4), [20, 9, 14, 3, 20]))
+    state = {"focus": torch.tensor([0.0, 4.4, 12.5, 2.0, 18.9])}
+    query, emb = torch.randn(5, 4), torch.randn(5, 3)
+    outs = []
+    for threshold in (0, float("inf")):  # flat always / span always
+        att.flat_min_skipped = threshold
+        outs.append(att(query, memory, state, 0, emb))
+    (flat, f_state), (span, s_state) = outs
+    assert torch.equal(flat.evaluated, span.evaluated) and torch.equal(flat.weights > 0, span.weights > 0)
+    assert torch.allclose(flat.weights, span.weights, atol=1e-6)
+    assert torch.allclose(flat.context, span.context, atol=1e-6)
+    assert torch.allclose(f_state["focus"], s_state["focus"], atol=1e-5)

@@ -7,10 +7,11 @@ positions (zeros where nothing was computed: for AER, heatmaps and unk replaceme
 number of score evaluations per row — the quantity Shu & Nakayama report as the window size.
 
 Windowed mechanisms really skip work. Local attention gathers the keys inside each row's window
-(width W ≤ 2D+1) and scores only those. Flexible Attention with a threshold τ scores the span of
-positions that covers every row's window, as views of the keys and values, and masks each row to
-its own window: gathering per-row windows cost more than the scores it saved (benchmarks/
-RESULTS.md, table 5c). Weights are never obtained by masking a computation over the whole source.
+(width W ≤ 2D+1) and scores only those. Flexible Attention with a threshold τ scores only the
+(row, position) pairs inside the rows' windows, laid flat, with a softmax per row; where that
+would skip nothing (one row) it scores the covering span (benchmarks/RESULTS.md, tables 5c–5e
+trace the layouts tried). Weights are never obtained by
+masking a computation over the whole source.
 """
 
 from __future__ import annotations
@@ -206,6 +207,13 @@ class FlexibleAttention(Attention):
 
     name = "flexible"
 
+    #: With τ, the windows' pairs are scored laid flat when that skips at least this many key
+    #: elements of the covering span (rows × span width − window sizes, times the key size), else
+    #: the span is scored with each row masked. Timed in interleaved rounds (benchmarks/RESULTS.md,
+    #: table 5e), the flat layout was never slower where it skips anything, and 20% faster at
+    #: beam 12 × batch 64; with one row it would skip nothing and only add operations.
+    flat_min_skipped: float = 1
+
     def __init__(
         self, score: Score, query_size: int, embedding_size: int, sigma: float = 1.5, gate_size: int | None = None
     ) -> None:
@@ -242,28 +250,63 @@ class FlexibleAttention(Attention):
         hi = np.maximum(np.minimum(np.ceil(f + radius) - 1, last), nearest)
         return lo.astype(np.int64), hi.astype(np.int64)
 
+    def penalty(self, gate: Tensor, focus: Tensor, positions: Tensor) -> Tensor:
+        """g(t)(s − p_{t−1})² / 2σ² (Eq. 5–6), broadcast over its arguments."""
+        return gate * (positions - focus) ** 2 / (2 * self.sigma**2)
+
     def forward(self, query, memory, state, step, embedded):
         focus = state["focus"]
         gate = self.strength(query, embedded)
         S = memory.mask.shape[1]
         if self.tau is None or math.isinf(self.tau):
             # τ = ∞ (training): every position is scored
-            first, last, valid, evaluated = 0, S - 1, memory.mask, memory.lengths.clone()
+            first, last = 0, S - 1
+            positions = torch.arange(S, device=query.device, dtype=focus.dtype)
+            context, weights = self._attend_span(query, memory, 0, S - 1, memory.mask,
+                                                 bias=-self.penalty(gate.unsqueeze(1), focus.unsqueeze(1), positions))
+            evaluated = memory.lengths.clone()
         else:
-            # Scores are computed on the span [first, last] that covers every row's window, and
-            # each row is masked to its own window. A row's evaluations are its window's size
-            # (Shu & Nakayama's count).
+            # Only the pairs (row, s) inside each row's window are scored, or the span that covers
+            # them (flat_min_skipped); a row's evaluations are its window's size (Shu & Nakayama's
+            # count). The weights are laid out over the covering span [first, last], zero outside
+            # each row's own window.
             lo, hi = self.window(focus, gate, memory.lengths, self.tau)
             first, last = int(lo.min()), int(hi.max())
-            span = np.arange(first, last + 1)
-            valid = torch.from_numpy((span >= lo[:, None]) & (span <= hi[:, None])).to(query.device)
-            evaluated = torch.from_numpy(hi - lo + 1).to(query.device)
-        positions = torch.arange(first, last + 1, device=query.device, dtype=focus.dtype)
-        penalty = gate.unsqueeze(1) * (positions - focus.unsqueeze(1)) ** 2 / (2 * self.sigma**2)  # Eq. 5–6
-        context, weights = self._attend_span(query, memory, first, last, valid, bias=-penalty)
+            positions = torch.arange(first, last + 1, device=query.device, dtype=focus.dtype)
+            counts = hi - lo + 1
+            skipped = (len(lo) * (last - first + 1) - int(counts.sum())) * memory.keys.shape[-1]
+            if skipped >= self.flat_min_skipped:
+                weights = self._window_weights(query, memory, focus, gate, lo, hi, first, last)
+            else:  # one row, or windows that coincide: score the covering span, each row masked
+                span = np.arange(first, last + 1)
+                valid = torch.from_numpy((span >= lo[:, None]) & (span <= hi[:, None])).to(query.device)
+                bias = -self.penalty(gate.unsqueeze(1), focus.unsqueeze(1), positions)
+                weights = self._attend_span(query, memory, first, last, valid, bias)[1]
+            context = weighted_sum(weights, memory.values[:, first:last + 1])
+            evaluated = torch.from_numpy(counts).to(query.device)
         full = weights if (first, last) == (0, S - 1) else F.pad(weights, (first, S - 1 - last))
         new_focus = (weights * positions).sum(1)  # Eq. 4
         return AttentionOutput(context, full, evaluated, gate), {"focus": new_focus}
+
+    def _window_weights(
+        self, query: Tensor, memory: Memory, focus: Tensor, gate: Tensor, lo: np.ndarray, hi: np.ndarray,
+        first: int, last: int,
+    ) -> Tensor:
+        """a_t of Eq. 5–7 over each row's window [lo, hi] as a (B, last − first + 1) matrix, zero
+        outside the window. The windows' (row, position) pairs are laid flat and scored once each,
+        with a softmax per row; scoring the covering span instead saved nothing in batches of many
+        sentences, whose windows sit in different places (benchmarks/RESULTS.md, table 5e)."""
+        B, W = len(lo), last - first + 1
+        counts = hi - lo + 1
+        rows = np.repeat(np.arange(B), counts)
+        pos = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts - lo, counts)
+        rows_t, pos_t = torch.from_numpy(rows).to(query.device), torch.from_numpy(pos).to(query.device)
+        logits = self.score.pairs(query, memory.keys, rows_t, pos_t) - self.penalty(
+            gate.index_select(0, rows_t), focus.index_select(0, rows_t), pos_t.to(focus.dtype))
+        top = logits.new_full((B,), NEG_INF).scatter_reduce(0, rows_t, logits, "amax")
+        e = torch.exp(logits - top.index_select(0, rows_t))
+        w = e / logits.new_zeros(B).index_add(0, rows_t, e).index_select(0, rows_t)
+        return logits.new_zeros(B * W).index_put((rows_t * W + pos_t - first,), w).view(B, W)
 
 
 #: attention names → classes (``none`` means a non-attentional model)

@@ -37,6 +37,19 @@ class Score(nn.Module):
         """
         raise NotImplementedError
 
+    def pairs(self, query: Tensor, keys: Tensor, rows: Tensor, positions: Tensor) -> Tensor:
+        """Logits ``(N,)`` of N (row, position) pairs: ``query[rows[i]]`` against
+        ``keys[rows[i], positions[i]]``. Windows of different widths and places, laid flat this
+        way, cost only their own pairs (Flexible Attention with τ)."""
+        return self(query.index_select(0, rows), pair_keys(keys, rows, positions).unsqueeze(1),
+                    positions.unsqueeze(1)).squeeze(1)
+
+
+def pair_keys(keys: Tensor, rows: Tensor, positions: Tensor) -> Tensor:
+    """Rows ``keys[rows[i], positions[i]]`` ``(N, K)`` of ``keys`` ``(B, S, K)``, copied whole."""
+    B, S, K = keys.shape
+    return keys.reshape(B * S, K).index_select(0, rows * S + positions)
+
 
 class DotScore(Score):
     """``dot``: score(h_t, h̄_s) = h_tᵀ h̄_s (Luong Eq. 8, first line)."""
@@ -90,6 +103,10 @@ class ConcatScore(Score):
 
     def forward(self, query: Tensor, keys: Tensor, positions: Tensor) -> Tensor:
         return self.v_a(torch.tanh(keys + self.W_q(query).unsqueeze(1))).squeeze(2)
+
+    def pairs(self, query: Tensor, keys: Tensor, rows: Tensor, positions: Tensor) -> Tensor:
+        # W_q h_t once per row, not once per pair
+        return self.v_a(torch.tanh(pair_keys(keys, rows, positions) + self.W_q(query).index_select(0, rows))).squeeze(1)
 
 
 class LocationScore(Score):
