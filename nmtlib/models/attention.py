@@ -10,8 +10,8 @@ Windowed mechanisms really skip work. Local attention gathers the keys inside ea
 (width W ≤ 2D+1) and scores only those. Flexible Attention with a threshold τ scores only the
 (row, position) pairs inside the rows' windows, laid flat, with a softmax per row; where that
 would skip nothing (one row) it scores the covering span (benchmarks/RESULTS.md, tables 5c–5e
-trace the layouts tried). Weights are never obtained by
-masking a computation over the whole source.
+trace the layouts tried). Weights are never obtained by masking a computation over the whole
+source.
 """
 
 from __future__ import annotations
@@ -241,7 +241,7 @@ class FlexibleAttention(Attention):
         Computed on the host in float32 with NumPy, from one transfer of (p, g, length) per row:
         the search needs the span's ends on the host anyway, and as about 25 tensor operations on
         a few rows the bounds cost more dispatch time than the scores they save (benchmarks/
-        RESULTS.md, table 5d)."""
+        RESULTS.md, table 5e)."""
         f, g, n = torch.stack([focus.detach().float(), gate.detach().float(), lengths.to(torch.float32)]).cpu().numpy()
         last = n - 1
         radius = np.float32(self.sigma) * np.sqrt(np.float32(2 * tau) / g)
