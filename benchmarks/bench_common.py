@@ -26,7 +26,6 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from dataclasses import replace as dataclasses_replace  # noqa: F401  (used by the scripts)
 from pathlib import Path
 from typing import Any
 

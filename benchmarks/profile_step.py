@@ -20,6 +20,7 @@ import io
 import pstats
 import random
 import sys
+from dataclasses import replace
 
 import bench_common as bc
 
@@ -78,7 +79,7 @@ def main(argv=None) -> int:
             from nmtlib.decode.translate import load_model
 
             model, record = load_model(args.model, torch.device("cpu"))
-            scale = bc.dataclasses_replace(scale, src_vocab=record["src_vocab_size"])
+            scale = replace(scale, src_vocab=record["src_vocab_size"])
         model.eval()
         rng = random.Random(1)
         pairs, _ = bc.enja_lengths()
