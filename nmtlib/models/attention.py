@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtlib.models.matvec import weighted_sum
-from nmtlib.models.scores import Score
+from nmtlib.models.scores import Score, pair_keys
 
 NEG_INF = float("-inf")
 
@@ -66,12 +66,10 @@ def masked_softmax(logits: Tensor, valid: Tensor) -> Tensor:
 def gather_rows(x: Tensor, positions: Tensor) -> Tensor:
     """``x`` ``(B, S, D)`` gathered at ``positions`` ``(B, W)`` → ``(B, W, D)``.
 
-    Whole rows are copied with ``index_select`` on the flattened (B·S, D) matrix: a ``gather``
-    with a (B, W, D) index reads the index once per element and was a fifth of the decode time of
+    Whole rows are copied (:func:`~nmtlib.models.scores.pair_keys`): a ``gather`` with a
+    (B, W, D) index reads the index once per element and was a fifth of the decode time of
     Flexible Attention on CPU (benchmarks/RESULTS.md, hotspot F)."""
-    B, S, D = x.shape
-    flat = (positions + torch.arange(B, device=positions.device).unsqueeze(1) * S).reshape(-1)
-    return x.reshape(B * S, D).index_select(0, flat).view(B, positions.shape[1], D)
+    return pair_keys(x, torch.arange(x.shape[0], device=positions.device).unsqueeze(1), positions)
 
 
 class Attention(nn.Module):
@@ -277,12 +275,12 @@ class FlexibleAttention(Attention):
             skipped = (len(lo) * (last - first + 1) - int(counts.sum())) * memory.keys.shape[-1]
             if skipped >= self.flat_min_skipped:
                 weights = self._window_weights(query, memory, focus, gate, lo, hi, first, last)
+                context = weighted_sum(weights, memory.values[:, first:last + 1])
             else:  # one row, or windows that coincide: score the covering span, each row masked
                 span = np.arange(first, last + 1)
                 valid = torch.from_numpy((span >= lo[:, None]) & (span <= hi[:, None])).to(query.device)
                 bias = -self.penalty(gate.unsqueeze(1), focus.unsqueeze(1), positions)
-                weights = self._attend_span(query, memory, first, last, valid, bias)[1]
-            context = weighted_sum(weights, memory.values[:, first:last + 1])
+                context, weights = self._attend_span(query, memory, first, last, valid, bias)
             evaluated = torch.from_numpy(counts).to(query.device)
         full = weights if (first, last) == (0, S - 1) else F.pad(weights, (first, S - 1 - last))
         new_focus = (weights * positions).sum(1)  # Eq. 4

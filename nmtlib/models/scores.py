@@ -46,9 +46,12 @@ class Score(nn.Module):
 
 
 def pair_keys(keys: Tensor, rows: Tensor, positions: Tensor) -> Tensor:
-    """Rows ``keys[rows[i], positions[i]]`` ``(N, K)`` of ``keys`` ``(B, S, K)``, copied whole."""
+    """Rows ``keys[rows, positions]`` of ``keys`` ``(B, S, K)``, copied whole by one
+    ``index_select`` on the flattened (B·S, K) matrix; ``rows`` and ``positions`` broadcast, and
+    the result has their shape plus K."""
     B, S, K = keys.shape
-    return keys.reshape(B * S, K).index_select(0, rows * S + positions)
+    flat = rows * S + positions
+    return keys.reshape(B * S, K).index_select(0, flat.reshape(-1)).view(*flat.shape, K)
 
 
 class DotScore(Score):
