@@ -226,6 +226,32 @@ def test_encoder_cells_equal_the_packed_module(rnn, bidirectional, layers):
         assert torch.allclose(grads_cells[n], p.grad, atol=1e-5), n
 
 
+@pytest.mark.parametrize("rnn", ["lstm", "gru"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_encoder_packing_is_torchs_own_without_its_syncs(rnn, bidirectional):
+    """The eval/GPU path sorts and unsorts on the host itself (no host sync); its states and final
+    states must be bit-identical to ``pack_padded_sequence(enforce_sorted=False)``'s, ties in
+    length included."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    from nmtlib.models.encoders import RecurrentEncoder
+
+    torch.manual_seed(0)
+    enc = RecurrentEncoder(30, 6, 8, layers=2, rnn=rnn, bidirectional=bidirectional).eval()
+    src = torch.randint(4, 30, (6, 7))
+    lengths = torch.tensor([3, 7, 1, 7, 5, 3])
+    with torch.no_grad():
+        out = enc(src, lengths)
+        packed = pack_padded_sequence(enc.embedding(src), lengths, batch_first=True, enforce_sorted=False)
+        ref, hidden = enc.rnn(packed)
+        states, _ = pad_packed_sequence(ref, batch_first=True, total_length=7)
+    h, c = hidden if isinstance(hidden, tuple) else (hidden, None)
+    assert torch.equal(out.states, states)
+    assert torch.equal(out.final_h, h[0::2] if bidirectional else h)
+    if c is not None:
+        assert torch.equal(out.final_c, c[0::2] if bidirectional else c)
+
+
 def test_attention_matvec_products_and_their_gradients():
     """dot_scores and weighted_sum (CPU backward passes of their own) against torch.bmm, and
     their gradients by finite differences."""

@@ -83,17 +83,14 @@ class RecurrentEncoder(nn.Module):
     def forward(self, src: Tensor, lengths: Tensor) -> EncoderOutput:
         """``src`` (B, S) token ids, ``lengths`` (B,) on any device."""
         if self.reverse:
-            src = reverse_padded(src, lengths.to(src.device))
+            src = reverse_padded(src, lengths.to(src.device, non_blocking=True))
         emb = self.dropout(self.embedding(src))
         if torch.is_grad_enabled() and emb.device.type == "cpu":
             states, h, c = self._cells(emb, lengths.cpu())
         else:
-            packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
-            out, hidden = self.rnn(packed)
-            states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
-            h, c = hidden if isinstance(hidden, tuple) else (hidden, None)
+            states, h, c = self._packed(emb, lengths.cpu())
         if self.reverse:
-            states = reverse_padded(states, lengths.to(src.device))
+            states = reverse_padded(states, lengths.to(src.device, non_blocking=True))
         backward_first = None
         if self.bidirectional:
             # (L*2, B, H): directions interleaved per layer; keep the forward finals and ←h_1
@@ -101,6 +98,27 @@ class RecurrentEncoder(nn.Module):
             h = h[0::2]
             c = None if c is None else c[0::2]
         return EncoderOutput(states, h, c, backward_first)
+
+    def _packed(self, emb: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """``self.rnn`` (cuDNN on a GPU) over the packed batch: (B, S, H_m) states, zero at padding,
+        and (L·D, B, H) final h and c, rows in the batch's order.
+
+        What ``pack_padded_sequence(enforce_sorted=False)`` and ``pad_packed_sequence`` do, with the
+        same permutation, but without their two host syncs (the sort order copied to the device
+        blocking, the lengths read back): both permutations are made on the host from the host
+        lengths and sent without waiting, so a training step can be queued while the last one runs.
+        """
+        lengths, order = torch.sort(lengths, descending=True)  # the call pack_padded_sequence makes
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(len(order))
+        order_d = order.to(emb.device, non_blocking=True)
+        inverse_d = inverse.to(emb.device, non_blocking=True)
+        packed = pack_padded_sequence(emb.index_select(0, order_d), lengths, batch_first=True)
+        out, hidden = self.rnn(packed)
+        states, _ = pad_packed_sequence(out, batch_first=True, total_length=emb.shape[1])
+        h, c = hidden if isinstance(hidden, tuple) else (hidden, None)
+        unsort = lambda x: None if x is None else x.index_select(1, inverse_d)  # noqa: E731
+        return states.index_select(0, inverse_d), unsort(h), unsort(c)
 
     def _cells(self, emb: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
         """What ``self.rnn`` computes over the packed batch — (B, S, H_m) states, zero at padding,

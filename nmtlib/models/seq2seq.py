@@ -40,7 +40,8 @@ class Seq2Seq(nn.Module):
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, DecoderState]:
         enc = self.encoder(src, src_lengths)
-        lengths = src_lengths.to(src.device)  # batches keep lengths on the host (packing needs them there)
+        # batches keep lengths on the host (packing needs them there); a copy without a host sync
+        lengths = src_lengths.to(src.device, non_blocking=True)
         memory = Memory(enc.states, length_mask(lengths, src.shape[1]), lengths)
         memory = self.decoder.prepare_memory(memory)
         return memory, self.decoder.init_state(enc, memory)
