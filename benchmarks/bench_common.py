@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
 REPO = Path(__file__).resolve().parent.parent
 #: scratch for caches, trained models and JSON results (git-ignored); tests point it elsewhere
@@ -182,22 +181,21 @@ def synthetic_batches(
 
 
 def train_step(model, optimizer, batch, clip: float, loss_norm: str, beta: float = 0.0, autocast=None,
-               loss_fn=None):
-    """One update exactly as ``Trainer._loop`` takes it (loss, sync on the loss value,
-    zero_grad, backward, clip, step); returns the loss value. ``loss_fn``: ``batch_loss`` or a
-    :class:`nmtlib.train.graphs.CudaGraphLoss`."""
+               loss_fn=None, losses=None):
+    """One update exactly as ``Trainer._loop`` takes it (:func:`nmtlib.train.step.update`): on the CPU
+    the loss is read and checked before the update; with ``losses``, a
+    :class:`nmtlib.train.step.LossReader` of lag 1 (what the trainer uses on a GPU), it is read a
+    step late instead. ``loss_fn``: ``batch_loss`` or a :class:`nmtlib.train.graphs.CudaGraphLoss`."""
     from nmtlib.train.loss import batch_loss
+    from nmtlib.train.step import update
 
-    with autocast or contextlib.nullcontext():
-        objective, nll = (loss_fn or batch_loss)(model, batch, beta)
-    loss = objective / (batch.target_tokens if loss_norm == "tokens" else len(batch.indices))
-    value = float(loss.detach())
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    nn.utils.clip_grad_norm_(model.parameters(), clip)
-    optimizer.step()
-    float(nll.detach())
-    return value
+    lag = losses.lag if losses is not None else 0
+    loss, nll = update(model, optimizer, batch, loss_fn or batch_loss, clip, loss_norm, beta, autocast,
+                       check=None if lag else (lambda value: None))
+    if losses is not None:
+        losses.push(0, loss, nll, batch.target_tokens)
+        losses.pop()
+    return loss
 
 
 # --- memory -------------------------------------------------------------------------------------

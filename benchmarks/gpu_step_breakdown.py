@@ -37,6 +37,7 @@ def main(argv=None) -> int:
     from nmtlib.train.graphs import CudaGraphLoss, graph_inputs
     from nmtlib.train.loss import autocast_factory, loss_terms
     from nmtlib.train.schedule import build_optimizer
+    from nmtlib.train.step import reproducible_kernels
 
     device = torch.device("cuda")
     scale = bc.SCALES[args.scale]
@@ -44,6 +45,7 @@ def main(argv=None) -> int:
     lengths, _ = bc.wmt14_lengths()
     batches = bc.synthetic_batches(lengths, scale.batch, args.steps, scale.src_vocab, scale.tgt_vocab, 1)
     batches = [b for b in batches if b.src.shape[0] == scale.batch]
+    reproducible_kernels()  # as Trainer does
     torch.manual_seed(1)
     model = build_model(variant.model, scale.src_vocab, scale.tgt_vocab)
     init_uniform(model, variant.train.init_range)

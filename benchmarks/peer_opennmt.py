@@ -174,8 +174,11 @@ def worker_train(spec: dict) -> dict:
 
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(spec["seed"])
-    torch.use_deterministic_algorithms(True, warn_only=True)  # as Trainer does
+    from nmtlib.train.step import LossReader, reproducible_kernels
+
+    reproducible_kernels()  # as Trainer does
     device = torch.device(spec["device"])
+    losses = LossReader(device)  # the trainer's late loss reads (no host sync per step on a GPU)
     src_vocab, tgt_vocab = our_vocabs(spec)
     data = ParallelData.load(spec["train_src"], spec["train_tgt"], src_vocab, tgt_vocab)
     variant, model = our_model(spec, src_vocab, tgt_vocab)
@@ -201,7 +204,7 @@ def worker_train(spec: dict) -> dict:
     for step in range(1, steps + 1):
         batch = collate(data, batches[step - 1]).to(device)
         bc.train_step(model, optimizer, batch, variant.train.clip, variant.train.loss_norm, autocast=autocast,
-                      loss_fn=loss_fn)
+                      loss_fn=loss_fn, losses=losses)
         tokens += batch.target_tokens
         if step > window:
             timed_tokens += batch.target_tokens

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -47,6 +48,24 @@ ALL_VARIANTS: dict[str, dict] = {
     "shu-global": dict(SMALL, arch="shu", output_size=16),
     "shu-flexible": dict(SMALL, arch="shu", attention="flexible", output_size=16),
 }
+
+
+@contextlib.contextmanager
+def restored_torch_switches():
+    """In-process training flips process-wide torch switches (``nmtlib.train.step.reproducible_kernels``,
+    grad mode): put them back afterwards, so later tests in the process see the defaults."""
+    import torch
+
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    grad = torch.is_grad_enabled()
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
+        torch.set_grad_enabled(grad)
 
 
 @pytest.fixture(scope="session")

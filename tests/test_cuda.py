@@ -144,3 +144,68 @@ def test_flexible_tau_window_on_cuda_equals_cpu():
     (ev_c, w_c, f_c), (ev_g, w_g, f_g) = outs
     assert torch.equal(ev_c, ev_g) and torch.equal(w_c > 0, w_g > 0)
     assert torch.allclose(w_c, w_g, atol=1e-5) and torch.allclose(f_c, f_g, atol=1e-4)
+
+
+@needs_cuda
+@pytest.mark.parametrize("graphs", [False, True])
+def test_a_training_step_is_queued_without_host_syncs(graphs):
+    """What lets the host prepare the next step while the GPU runs this one: no operation of
+    ``update`` (encoder packing, loss, backward, clipping, optimiser) nor the loss reader's copy
+    waits for the GPU. ``set_sync_debug_mode("error")`` raises on any synchronising call."""
+    from nmtlib.train.graphs import CudaGraphLoss
+    from nmtlib.train.loss import batch_loss
+    from nmtlib.train.step import LossReader, update
+
+    model = _model("global-general-feed")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss_fn = CudaGraphLoss(model, batch_size=8) if graphs else batch_loss
+    batch = _batch()
+    update(model, optimizer, batch, loss_fn, 5.0, "sentences")  # records the graph: capture syncs
+    reader = LossReader(torch.device("cuda"))
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        loss, nll = update(model, optimizer, batch, loss_fn, 5.0, "sentences")
+        reader.push(1, loss, nll, batch.target_tokens)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    assert reader.lag == 1 and reader.pop() == []
+    (done,) = reader.pop(0)
+    assert done.loss == pytest.approx(float(loss)) and done.nll == pytest.approx(float(nll))
+
+
+@needs_cuda
+def test_trainer_on_cuda_reads_losses_late_and_still_stops_a_divergence(tiny_corpus, tmp_path):
+    import json
+    import math
+
+    from nmtlib.train.trainer import Trainer, TrainingError, TrainPaths
+
+    from conftest import restored_torch_switches
+
+    c = tiny_corpus
+
+    def paths(out):
+        return TrainPaths(c / "train.src", c / "train.tgt", c / "dev.src", c / "dev.tgt", c / "vocab.src",
+                          c / "vocab.tgt", out)
+
+    train = {"device": "cuda", "cuda_graphs": True, "batch_size": 16, "epochs": 2, "max_steps": 12,
+             "checkpoint_every": 5, "optimizer": "sgd", "lr": 0.5}
+    spec = {"embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global", "score": "general",
+            "train": train}
+    with restored_torch_switches():
+        trainer = Trainer(resolve_variant("g", spec), paths(tmp_path / "ok"), progress=False)
+        assert trainer.run()["step"] >= 0
+        log = (tmp_path / "ok" / "train_log.csv").read_text().splitlines()
+        assert len(log) >= 2 and all(math.isfinite(float(row.split(",")[3])) for row in log[1:])
+        diverging = {**spec, "train": {**train, "lr": 1e38, "clip": 1e38, "init_range": 0.1}}
+        trainer = Trainer(resolve_variant("g", json.loads(json.dumps(diverging))), paths(tmp_path / "nan"),
+                          progress=False)
+        with pytest.raises(TrainingError, match="before that step's weights were saved"):
+            trainer.run()
+    last = tmp_path / "nan" / "checkpoints" / "last.pt"
+    if last.exists():
+        from nmtlib.train import checkpoint
+
+        state = checkpoint.load(last)
+        assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import restored_torch_switches
 from nmtlib.config import TrainConfig, resolve_variant
 from nmtlib.data.batching import ParallelData, collate, length_sorted_batches
 from nmtlib.data.vocab import Vocabulary
@@ -126,6 +127,37 @@ def test_divergence_stops_with_clear_error_and_keeps_last_checkpoint(tiny_corpus
     assert "loss became" in run.stderr and "last good state" in run.stderr
     if (tmp_path / "checkpoints" / "last.pt").exists():
         state = checkpoint.load(tmp_path / "checkpoints" / "last.pt")
+        assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
+
+
+def test_loss_reader_returns_values_lag_steps_late():
+    from nmtlib.train.step import LossReader
+
+    reader = LossReader(torch.device("cpu"), lag=1)
+    for step in (1, 2, 3):
+        reader.push(step, torch.tensor(float(step)), torch.tensor(10.0 * step), tokens=step)
+    assert [(d.step, d.loss, d.nll, d.tokens) for d in reader.pop()] == [(1, 1.0, 10.0, 1), (2, 2.0, 20.0, 2)]
+    assert len(reader) == 1 and [d.step for d in reader.pop(0)] == [3] and len(reader) == 0
+    assert LossReader(torch.device("cpu")).lag == 0  # the CPU checks each loss before its update
+
+
+def test_late_loss_reads_stop_a_diverged_run_before_its_weights_are_saved(tiny_corpus, tmp_path):
+    """The GPU's path (each loss read one step late, no host sync per step), run on the CPU: the
+    divergence is still caught before any checkpoint takes the diverged weights."""
+    from nmtlib.train.trainer import Trainer, TrainingError, TrainPaths
+
+    spec = json.loads(json.dumps(SPEC))
+    spec["options"]["train"].update(optimizer="sgd", lr=1e38, clip=1e38, checkpoint_every=3, init_range=0.1)
+    c = tiny_corpus
+    paths = TrainPaths(c / "train.src", c / "train.tgt", c / "dev.src", c / "dev.tgt", c / "vocab.src",
+                       c / "vocab.tgt", tmp_path)
+    with restored_torch_switches():
+        trainer = Trainer(resolve_variant(spec["name"], spec["options"]), paths, progress=False, loss_lag=1)
+        with pytest.raises(TrainingError, match="before that step's weights were saved") as err:
+            trainer.run()
+    assert "last good state" in str(err.value)
+    if paths.last.exists():
+        state = checkpoint.load(paths.last)
         assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
 
 

@@ -40,7 +40,7 @@ from nmtlib.cli import NmtlibError
 from nmtlib.cli import main as nmtlib_main
 from nmtlib.train import checkpoint
 
-from conftest import ROOT, SHARED, SMALL
+from conftest import ROOT, SHARED, SMALL, restored_torch_switches
 
 SNAKEFILE = ROOT / "Snakefile"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -81,12 +81,8 @@ def injected_files(*roots: Path) -> list[Path]:
 @pytest.fixture
 def torch_globals():
     """In-process training flips process-wide torch switches: put them back."""
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    grad = torch.is_grad_enabled()
-    yield
-    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
-    torch.set_grad_enabled(grad)
+    with restored_torch_switches():
+        yield
 
 
 # == Config ====================================================================================
@@ -322,9 +318,7 @@ def disk_full(tiny_corpus, tmp_path_factory) -> SimpleNamespace:
     """A training run whose folder is a real tmpfs with room for one checkpoint but not for the
     temporary copy of the next; then the same run resumed once there is room again."""
     base = tmp_path_factory.mktemp("diskfull")
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    try:
+    with restored_torch_switches():
         rc, err = train_in_process(tiny_corpus, base / "reference")
         assert rc == 0, err
         size = (base / "reference" / "checkpoints" / "last.pt").stat().st_size
@@ -349,8 +343,6 @@ def disk_full(tiny_corpus, tmp_path_factory) -> SimpleNamespace:
         finally:
             if subprocess.run(["umount", str(mnt)]).returncode != 0:
                 subprocess.run(["umount", "-l", str(mnt)])
-    finally:
-        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
     return facts
 
 

@@ -89,7 +89,7 @@ def graph_inputs(model: Seq2Seq, batch: Batch, S: int, T: int) -> tuple[list[Ten
     states and target embeddings with their layer-0 gates; and which optional states exist."""
     enc = model.encoder(batch.src, batch.src_lengths)
     values = F.pad(enc.states, (0, 0, 0, S - enc.states.shape[1]))
-    lengths = batch.src_lengths.to(values.device)
+    lengths = batch.src_lengths.to(values.device, non_blocking=True)  # from the host, without a sync
     mask = length_mask(lengths, S)
     tgt_in = F.pad(batch.tgt_in, (0, T - batch.tgt_in.shape[1]), value=PAD_ID)
     emb, emb_gates = model.decoder.embed_all(tgt_in)

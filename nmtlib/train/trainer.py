@@ -8,8 +8,10 @@ What it guarantees:
   uninterrupted run on the same device (bit-identical on CPU);
 - **preemption** — SIGTERM (Slurm's preemption or ``scancel --signal=TERM``) writes a checkpoint
   at the end of the current step and exits with code 143, so a requeued job continues;
-- **divergence** — a NaN/inf loss stops the run before the update with :class:`TrainingError`;
-  the last good checkpoint is untouched;
+- **divergence** — a NaN/inf loss stops the run with :class:`TrainingError` before the weights
+  it produced are evaluated or saved: on the CPU before the update, on a GPU one step later
+  (reading each loss at once would stall the GPU, :mod:`nmtlib.train.step`); the last good
+  checkpoint is untouched;
 - **best-by-dev** — dev perplexity after every epoch (and every ``eval_every`` steps) is logged
   to ``train_log.csv``; the weights with the lowest dev perplexity become ``model.pt``.
 """
@@ -26,7 +28,7 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,7 @@ from nmtlib.train import checkpoint
 from nmtlib.train.graphs import CudaGraphLoss
 from nmtlib.train.loss import autocast_factory, batch_loss
 from nmtlib.train.schedule import build_optimizer, learning_rate, set_lr
+from nmtlib.train.step import LossReader, reproducible_kernels, update
 
 LOG_FIELDS = ["epoch", "step", "lr", "train_ppl", "dev_ppl", "target_tokens_per_s", "elapsed_s"]
 PREEMPTED_EXIT_CODE = 143
@@ -147,13 +150,17 @@ class Trainer:
         seed: int = 1,
         init_from: Path | None = None,
         progress: bool = True,
+        loss_lag: int | None = None,
     ) -> None:
+        """``loss_lag``: steps by which each step's loss is read late (default: 1 on a GPU, 0 on the
+        CPU; :class:`nmtlib.train.step.LossReader`)."""
         self.variant = variant
         self.cfg = variant.train
         self.paths = paths
         self.seed = seed
         self.init_from = init_from
         self.progress = progress
+        self.loss_lag = loss_lag
         self.device = select_device(self.cfg.device)
         self.src_vocab = Vocabulary.load(paths.src_vocab)
         self.tgt_vocab = Vocabulary.load(paths.tgt_vocab)
@@ -165,8 +172,8 @@ class Trainer:
             if len(data) == 0:
                 raise TrainingError(f"the {name} data is empty: {paths_[0]} / {paths_[1]} hold no sentence pairs")
         self.fingerprint = config_fingerprint(variant, seed, init_from)
-        # deterministic kernels where PyTorch has them; recorded in env.json
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        # deterministic kernels where PyTorch has them (recorded in env.json)
+        reproducible_kernels()
         if self.device.type == "cuda":
             torch.backends.cudnn.benchmark = False
 
@@ -262,11 +269,23 @@ class Trainer:
 
     def _loop(self, model, optimizer, epoch, batch_index, step, best, log, preemption) -> bool:
         cfg = self.cfg
-        norm_by_tokens = cfg.loss_norm == "tokens"
         graphs = cfg.cuda_graphs and self.device.type == "cuda"
         make_autocast = autocast_factory(cfg.bf16, self.device, graphs)
         autocast = make_autocast()
         loss_fn = CudaGraphLoss(model, cfg.batch_size, autocast=make_autocast) if graphs else batch_loss
+        losses = LossReader(self.device, self.loss_lag)  # on a GPU, each loss is read one step late: no host sync per step
+
+        def check_loss(epoch: int, step: int, lr: float) -> Callable[[float], None]:
+            def check(value: float) -> None:
+                if not math.isfinite(value):
+                    when = "before the update" if not losses.lag else "before that step's weights were saved"
+                    raise TrainingError(
+                        f"loss became {value} at epoch {epoch}, step {step} (lr {lr:g}); the run stopped {when}, "
+                        f"and {self.paths.last} holds the last good state. Lower train.lr or train.clip and "
+                        f"start again"
+                    )
+            return check
+
         while epoch <= cfg.epochs:
             lr = learning_rate(cfg, epoch)
             set_lr(optimizer, lr)
@@ -280,20 +299,8 @@ class Trainer:
                     break  # also on a rerun of a finished run: no extra step
                 batch = collate(self.train_data, batches[batch_index]).to(self.device)
                 try:
-                    with autocast:
-                        objective, nll = loss_fn(model, batch, cfg.beta)
-                    loss = objective / (batch.target_tokens if norm_by_tokens else len(batch.indices))
-                    loss_value = float(loss.detach())
-                    if not math.isfinite(loss_value):
-                        raise TrainingError(
-                            f"loss became {loss_value} at epoch {epoch}, step {step + 1} (lr {lr:g}); the run "
-                            f"stopped before the update, and {self.paths.last} holds the last good state. "
-                            f"Lower train.lr or train.clip and start again"
-                        )
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-                    optimizer.step()
+                    loss, nll = update(model, optimizer, batch, loss_fn, cfg.clip, cfg.loss_norm, cfg.beta,
+                                       autocast, check=None if losses.lag else check_loss(epoch, step + 1, lr))
                 except torch.cuda.OutOfMemoryError:
                     raise TrainingError(
                         f"out of GPU memory on a batch of {len(batch.indices)} sentences "
@@ -301,16 +308,24 @@ class Trainer:
                     ) from None
                 step += 1
                 batch_index += 1
-                nll_sum += float(nll.detach())
-                tok_sum += batch.target_tokens
+                losses.push(step, loss, nll, batch.target_tokens)
+                evaluate_now = bool(cfg.eval_every) and step % cfg.eval_every == 0
+                save_now = step % cfg.checkpoint_every == 0 or preemption.requested
+                end_now = batch_index >= len(batches) or bool(cfg.max_steps and step >= cfg.max_steps)
+                # every step's loss is read (and checked) before its weights are evaluated or saved
+                for done in losses.pop(0 if evaluate_now or save_now or end_now else None):
+                    if losses.lag:
+                        check_loss(epoch, done.step, lr)(done.loss)
+                    nll_sum += done.nll
+                    tok_sum += done.tokens
                 speed = tok_sum / max(1e-9, time.perf_counter() - t_start)
                 bar.update(1)
                 bar.set_postfix(ppl=f"{math.exp(min(50, nll_sum / max(1, tok_sum))):.2f}", tok_s=f"{speed:.0f}")
-                if cfg.eval_every and step % cfg.eval_every == 0:
+                if evaluate_now:
                     best = self._evaluate(model, log, epoch, step, lr, nll_sum, tok_sum, speed, best)
-                if step % cfg.checkpoint_every == 0 or preemption.requested:
+                if save_now:
                     self._save(model, optimizer, epoch, batch_index, step, best, log)
-                if preemption.requested:
+                if save_now and preemption.requested:
                     bar.close()
                     print(f"[train] SIGTERM: checkpoint written at step {step}; exiting for requeue",
                           file=sys.stderr)
@@ -399,6 +414,7 @@ class Trainer:
             "device": str(self.device),
             "cuda_device": torch.cuda.get_device_name(0) if self.device.type == "cuda" else None,
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),  # bit-exact cuBLAS needs it
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "parameters": count_parameters(model),
             "data_sha256": {str(p): sha256_file(p) for p in (
