@@ -42,6 +42,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads on CPU (default 1)")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA only), as train.bf16")
     p.add_argument("--cuda-graphs", action="store_true", help="graphed decoder loop (CUDA only), as train.cuda_graphs")
+    p.add_argument("--tgt-bucket", type=int, default=None,
+                   help="with --cuda-graphs: pad target lengths to a multiple of this (default: CudaGraphLoss's)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                    help="wall time (default), or process CPU time when the machine is busy with other jobs")
@@ -70,7 +72,10 @@ def worker(args: argparse.Namespace) -> dict:
     from nmtlib.train.schedule import build_optimizer
 
     torch.manual_seed(args.seed)
-    torch.use_deterministic_algorithms(True, warn_only=True)  # as Trainer does
+    from nmtlib.train.step import LossReader, reproducible_kernels
+
+    reproducible_kernels()  # as Trainer does
+    losses = LossReader(device)  # the trainer's late loss reads (no host sync per step on a GPU)
     model = build_model(variant.model, scale.src_vocab, scale.tgt_vocab)
     init_uniform(model, variant.train.init_range)
     model.to(device).train()
@@ -82,7 +87,8 @@ def worker(args: argparse.Namespace) -> dict:
     if graphs:
         from nmtlib.train.graphs import CudaGraphLoss
 
-        loss_fn = CudaGraphLoss(model, batch_size, autocast=make_autocast)
+        buckets = {"tgt_bucket": args.tgt_bucket} if args.tgt_bucket else {}
+        loss_fn = CudaGraphLoss(model, batch_size, autocast=make_autocast, **buckets)
     bc.reset_peak(device)
     tokens = src_tokens = 0
     t0 = None
@@ -97,7 +103,7 @@ def worker(args: argparse.Namespace) -> dict:
             if key not in seen:
                 seen.add(key)
                 bc.train_step(model, optimizer, batch.to(device), variant.train.clip, variant.train.loss_norm,
-                              autocast=autocast, loss_fn=loss_fn)
+                              autocast=autocast, loss_fn=loss_fn, losses=losses)
         bc.sync(device)
         record_s = bc.timer() - t_rec
     for i, batch in enumerate(batches):
@@ -106,10 +112,11 @@ def worker(args: argparse.Namespace) -> dict:
             t0 = bc.timer()
         batch = batch.to(device)
         bc.train_step(model, optimizer, batch, variant.train.clip, variant.train.loss_norm, autocast=autocast,
-                      loss_fn=loss_fn)
+                      loss_fn=loss_fn, losses=losses)
         if i >= args.warmup:
             tokens += batch.target_tokens
             src_tokens += int(batch.src_lengths.sum())
+    losses.pop(0)
     bc.sync(device)
     elapsed = bc.timer() - t0
     return {
@@ -130,6 +137,7 @@ def worker(args: argparse.Namespace) -> dict:
         "bf16": bool(args.bf16),
         "cuda_graphs": bool(graphs),
         "graphs_recorded": len(loss_fn.graphs) if loss_fn else 0,
+        "tgt_bucket": loss_fn.tgt_bucket if loss_fn else None,
         "record_s": record_s,
         "eager_batches": loss_fn.eager_batches if loss_fn else 0,
     }
@@ -167,6 +175,8 @@ def main(argv=None) -> int:
         forwarded.append("--bf16")
     if args.cuda_graphs:
         forwarded.append("--cuda-graphs")
+    if args.tgt_bucket:
+        forwarded += ["--tgt-bucket", str(args.tgt_bucket)]
     for arch in archs:
         load_before = bc.loadavg()
         r = bc.run_worker(HERE, forwarded + ["--archs", arch], bc.thread_env(args.threads))

@@ -12,8 +12,8 @@ their layer-0 gates (:meth:`RecurrentDecoder.embed_all`), the generator and the 
 each is one large kernel, and keeping them out keeps every graph small.
 
 Shapes: a graph is fixed to (batch, source length, target length), so source and target lengths
-are padded up to a multiple of ``bucket`` (the padding is masked in attention and ignored by the
-loss, so the loss and gradients are those of the unpadded batch). A batch of another size (the
+are padded up to multiples of ``bucket`` and ``tgt_bucket`` (the padding is masked in attention
+and ignored by the loss, so the loss and gradients are those of the unpadded batch). A batch of another size (the
 last of an epoch) runs eagerly. All graphs share one memory pool: a training step always replays
 one graph's forward and then its backward, so no two graphs are ever live at once.
 
@@ -109,25 +109,31 @@ class CudaGraphLoss:
     """Drop-in for :func:`nmtlib.train.loss.batch_loss` that replays graphed decoder loops.
 
     :param batch_size: the batch size graphs are recorded for; other sizes run eagerly
-    :param bucket: source and target lengths are padded up to a multiple of this
+    :param bucket: source lengths are padded up to a multiple of this
+    :param tgt_bucket: target lengths are padded up to a multiple of this. Each padded target
+        position is a whole decoder step, forward and backward, while a padded source position is
+        one more score; finer buckets mean more graphs and more memory. Luong 4×1000, bf16, batch
+        128, WMT'14 lengths on an H100 (RESULTS.md, G3): 8 → 94.8K target tokens/s, 17 graphs,
+        11.2 GB peak; 4 → 95.3–99.4K, 27 graphs, 14.0 GB; 2 → 102.4–103.6K, 41 graphs, 17.3 GB
     :param autocast: the autocast context training runs in (bf16), entered around capture too
     """
 
-    def __init__(self, model: Seq2Seq, batch_size: int, bucket: int = 8,
+    def __init__(self, model: Seq2Seq, batch_size: int, bucket: int = 8, tgt_bucket: int = 2,
                  autocast: Callable[[], contextlib.AbstractContextManager] | None = None) -> None:
         if not torch.cuda.is_available():
             raise RuntimeError("train.cuda_graphs needs a CUDA device")
         self.model = model
         self.batch_size = batch_size
         self.bucket = bucket
+        self.tgt_bucket = tgt_bucket
         self.autocast = autocast or contextlib.nullcontext
         self.pool = torch.cuda.graph_pool_handle()
         self.graphs: dict[tuple, tuple[_Functional, Callable]] = {}
         self.eager_batches = 0
 
     def padded_shape(self, batch: Batch) -> tuple[int, int]:
-        """(source, target) lengths of the graph a batch replays: its own, rounded up to ``bucket``."""
-        return _round_up(batch.src.shape[1], self.bucket), _round_up(batch.tgt_in.shape[1], self.bucket)
+        """(source, target) lengths of the graph a batch replays: its own, rounded up to the buckets."""
+        return _round_up(batch.src.shape[1], self.bucket), _round_up(batch.tgt_in.shape[1], self.tgt_bucket)
 
     def entry(self, args: list[Tensor], layout: tuple[bool, bool, bool], S: int, T: int
               ) -> tuple[_Functional, Callable]:
