@@ -31,8 +31,8 @@ def reproducible_kernels() -> None:
       program no more reproducible and took 4.3 of 32.7 ms in an H100 step (RESULTS.md, G3).
 
     cuBLAS is bit-reproducible across runs only with ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` in the
-    environment (PyTorch's reproducibility notes). It is not set here: it slowed an eager fp32 H100
-    step by 22% (G3). Set it in the job's environment for bit-identical GPU runs; ``env.json``
+    environment (PyTorch's reproducibility notes). It is not set here: with it, an eager fp32 H100
+    step took 22–48% longer (two calls, G3). Set it in the job's environment for bit-identical GPU runs; ``env.json``
     records its value.
     """
     torch.use_deterministic_algorithms(True, warn_only=True)
