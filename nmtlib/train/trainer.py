@@ -273,7 +273,7 @@ class Trainer:
         make_autocast = autocast_factory(cfg.bf16, self.device, graphs)
         autocast = make_autocast()
         loss_fn = CudaGraphLoss(model, cfg.batch_size, autocast=make_autocast) if graphs else batch_loss
-        losses = LossReader(self.device, self.loss_lag)  # on a GPU, each loss is read one step late: no host sync per step
+        losses = LossReader(self.device, self.loss_lag)  # on a GPU, read one step late: no host sync per step
 
         def check_loss(epoch: int, step: int, lr: float) -> Callable[[float], None]:
             def check(value: float) -> None:
