@@ -68,6 +68,15 @@ def restored_torch_switches():
         torch.set_grad_enabled(grad)
 
 
+def tiny_train_paths(corpus: Path, out: Path):
+    """The :class:`nmtlib.train.trainer.TrainPaths` of a training run on ``tiny_corpus`` into ``out``."""
+    from nmtlib.train.trainer import TrainPaths
+
+    c = corpus
+    return TrainPaths(c / "train.src", c / "train.tgt", c / "dev.src", c / "dev.tgt", c / "vocab.src",
+                      c / "vocab.tgt", out)
+
+
 @pytest.fixture(scope="session")
 def tiny_corpus(tmp_path_factory) -> Path:
     """A small synthetic corpus with vocabularies, generated once per test session."""

@@ -176,30 +176,23 @@ def test_a_training_step_is_queued_without_host_syncs(graphs):
 
 @needs_cuda
 def test_trainer_on_cuda_reads_losses_late_and_still_stops_a_divergence(tiny_corpus, tmp_path):
-    import json
     import math
 
-    from nmtlib.train.trainer import Trainer, TrainingError, TrainPaths
+    from nmtlib.train.trainer import Trainer, TrainingError
 
-    from conftest import restored_torch_switches
-
-    c = tiny_corpus
-
-    def paths(out):
-        return TrainPaths(c / "train.src", c / "train.tgt", c / "dev.src", c / "dev.tgt", c / "vocab.src",
-                          c / "vocab.tgt", out)
+    from conftest import restored_torch_switches, tiny_train_paths
 
     train = {"device": "cuda", "cuda_graphs": True, "batch_size": 16, "epochs": 2, "max_steps": 12,
              "checkpoint_every": 5, "optimizer": "sgd", "lr": 0.5}
     spec = {"embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global", "score": "general",
             "train": train}
     with restored_torch_switches():
-        trainer = Trainer(resolve_variant("g", spec), paths(tmp_path / "ok"), progress=False)
+        trainer = Trainer(resolve_variant("g", spec), tiny_train_paths(tiny_corpus, tmp_path / "ok"), progress=False)
         assert trainer.run()["step"] >= 0
         log = (tmp_path / "ok" / "train_log.csv").read_text().splitlines()
         assert len(log) >= 2 and all(math.isfinite(float(row.split(",")[3])) for row in log[1:])
         diverging = {**spec, "train": {**train, "lr": 1e38, "clip": 1e38, "init_range": 0.1}}
-        trainer = Trainer(resolve_variant("g", json.loads(json.dumps(diverging))), paths(tmp_path / "nan"),
+        trainer = Trainer(resolve_variant("g", diverging), tiny_train_paths(tiny_corpus, tmp_path / "nan"),
                           progress=False)
         with pytest.raises(TrainingError, match="before that step's weights were saved"):
             trainer.run()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import restored_torch_switches
+from conftest import restored_torch_switches, tiny_train_paths
 from nmtlib.config import TrainConfig, resolve_variant
 from nmtlib.data.batching import ParallelData, collate, length_sorted_batches
 from nmtlib.data.vocab import Vocabulary
@@ -144,13 +144,11 @@ def test_loss_reader_returns_values_lag_steps_late():
 def test_late_loss_reads_stop_a_diverged_run_before_its_weights_are_saved(tiny_corpus, tmp_path):
     """The GPU's path (each loss read one step late, no host sync per step), run on the CPU: the
     divergence is still caught before any checkpoint takes the diverged weights."""
-    from nmtlib.train.trainer import Trainer, TrainingError, TrainPaths
+    from nmtlib.train.trainer import Trainer, TrainingError
 
     spec = json.loads(json.dumps(SPEC))
     spec["options"]["train"].update(optimizer="sgd", lr=1e38, clip=1e38, checkpoint_every=3, init_range=0.1)
-    c = tiny_corpus
-    paths = TrainPaths(c / "train.src", c / "train.tgt", c / "dev.src", c / "dev.tgt", c / "vocab.src",
-                       c / "vocab.tgt", tmp_path)
+    paths = tiny_train_paths(tiny_corpus, tmp_path)
     with restored_torch_switches():
         trainer = Trainer(resolve_variant(spec["name"], spec["options"]), paths, progress=False, loss_lag=1)
         with pytest.raises(TrainingError, match="before that step's weights were saved") as err:

@@ -109,8 +109,7 @@ class RecurrentEncoder(nn.Module):
         lengths and sent without waiting, so a training step can be queued while the last one runs.
         """
         lengths, order = torch.sort(lengths, descending=True)  # the call pack_padded_sequence makes
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(len(order))
+        inverse = torch.argsort(order)
         order_d = order.to(emb.device, non_blocking=True)
         inverse_d = inverse.to(emb.device, non_blocking=True)
         packed = pack_padded_sequence(emb.index_select(0, order_d), lengths, batch_first=True)

@@ -32,8 +32,8 @@ def reproducible_kernels() -> None:
 
     cuBLAS is bit-reproducible across runs only with ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` in the
     environment (PyTorch's reproducibility notes). It is not set here: with it, an eager fp32 H100
-    step took 22–48% longer (two calls, G3). Set it in the job's environment for bit-identical GPU runs; ``env.json``
-    records its value.
+    step took 22–48% longer (two calls, G3). Set it in the job's environment for bit-identical GPU
+    runs; ``env.json`` records its value.
     """
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = False

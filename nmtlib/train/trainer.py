@@ -28,7 +28,7 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -274,18 +274,6 @@ class Trainer:
         autocast = make_autocast()
         loss_fn = CudaGraphLoss(model, cfg.batch_size, autocast=make_autocast) if graphs else batch_loss
         losses = LossReader(self.device, self.loss_lag)  # on a GPU, read one step late: no host sync per step
-
-        def check_loss(epoch: int, step: int, lr: float) -> Callable[[float], None]:
-            def check(value: float) -> None:
-                if not math.isfinite(value):
-                    when = "before the update" if not losses.lag else "before that step's weights were saved"
-                    raise TrainingError(
-                        f"loss became {value} at epoch {epoch}, step {step} (lr {lr:g}); the run stopped {when}, "
-                        f"and {self.paths.last} holds the last good state. Lower train.lr or train.clip and "
-                        f"start again"
-                    )
-            return check
-
         while epoch <= cfg.epochs:
             lr = learning_rate(cfg, epoch)
             set_lr(optimizer, lr)
@@ -299,8 +287,9 @@ class Trainer:
                     break  # also on a rerun of a finished run: no extra step
                 batch = collate(self.train_data, batches[batch_index]).to(self.device)
                 try:
+                    check = None if losses.lag else (lambda value: self._check_loss(value, epoch, step + 1, lr))
                     loss, nll = update(model, optimizer, batch, loss_fn, cfg.clip, cfg.loss_norm, cfg.beta,
-                                       autocast, check=None if losses.lag else check_loss(epoch, step + 1, lr))
+                                       autocast, check)
                 except torch.cuda.OutOfMemoryError:
                     raise TrainingError(
                         f"out of GPU memory on a batch of {len(batch.indices)} sentences "
@@ -315,7 +304,7 @@ class Trainer:
                 # every step's loss is read (and checked) before its weights are evaluated or saved
                 for done in losses.pop(0 if evaluate_now or save_now or end_now else None):
                     if losses.lag:
-                        check_loss(epoch, done.step, lr)(done.loss)
+                        self._check_loss(done.loss, epoch, done.step, lr, late=True)
                     nll_sum += done.nll
                     tok_sum += done.tokens
                 speed = tok_sum / max(1e-9, time.perf_counter() - t_start)
@@ -342,6 +331,15 @@ class Trainer:
             if cfg.max_steps and step >= cfg.max_steps:
                 break
         return True
+
+    def _check_loss(self, value: float, epoch: int, step: int, lr: float, late: bool = False) -> None:
+        """Stop on a non-finite training loss; ``late``: read after the update (a GPU's LossReader)."""
+        if not math.isfinite(value):
+            when = "before that step's weights were saved" if late else "before the update"
+            raise TrainingError(
+                f"loss became {value} at epoch {epoch}, step {step} (lr {lr:g}); the run stopped {when}, "
+                f"and {self.paths.last} holds the last good state. Lower train.lr or train.clip and start again"
+            )
 
     def _evaluate(self, model, log, epoch, step, lr, nll_sum, tok_sum, speed, best) -> float:
         try:
