@@ -339,6 +339,11 @@ class ForcedLength:
     def encode(self, src, src_lengths):
         return self.model.encode(src, src_lengths)
 
+    def graph_key(self, t):
+        """A CUDA graph of step t is specific to whether <eos> is masked or forced there."""
+        key = self.model.graph_key(t)
+        return None if key is None else (*key, t + 1 < self.steps)
+
     def step(self, y_prev, state, memory):
         from nmtlib.data.vocab import EOS_ID
 

@@ -59,6 +59,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--corpus-size", type=int, default=20000, help="synthetic training sentences")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--cuda-graphs", action="store_true", help="replay beam-search steps as CUDA graphs (decode.cuda_graphs)")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads on CPU (default 1)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
@@ -193,7 +194,8 @@ def main(argv=None) -> int:
                     ratio = max(args.max_len_ratio, float(args.force_length or 0))
                     settings.append({"arch": arch, "record": record, "flexible": flexible, "gate": gate,
                                      "tau": tau, "layout": layout, "beam": beam, "bs": bs, "model": model, "decoded": decoded,
-                                     "opts": DecodeOptions(beam=beam, batch_size=bs, max_len_ratio=ratio, tau=tau),
+                                     "opts": DecodeOptions(beam=beam, batch_size=bs, max_len_ratio=ratio, tau=tau,
+                                                           cuda_graphs=args.cuda_graphs),
                                      "times": []})
     def use_layout(st) -> None:
         att = st["model"].decoder.attention

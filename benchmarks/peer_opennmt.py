@@ -86,7 +86,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1, help="CPU threads for both toolkits (default 1)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="both toolkits on this device")
     p.add_argument("--bf16", action="store_true", help="ours: bf16 autocast (CUDA), as train.bf16")
-    p.add_argument("--cuda-graphs", action="store_true", help="ours: graphed decoder loop (CUDA), as train.cuda_graphs")
+    p.add_argument("--cuda-graphs", action="store_true", help="ours: graphed decoder loop in training (train.cuda_graphs) and graphed beam-search steps (decode.cuda_graphs), CUDA only")
     p.add_argument("--peer-dtype", choices=["fp32", "fp16"], default="fp32",
                    help="the peer's model_dtype (fp16: its mixed precision; CUDA only)")
     p.add_argument("--peer", type=Path, default=Path(os.environ.get("PEER", DEFAULT_PEER)),
@@ -246,7 +246,8 @@ def worker_decode(spec: dict) -> dict:
     model.to(device).eval()
     data = ParallelData.load(spec["test_src"], None, src_vocab, tgt_vocab)
     L = spec["decode_length"]
-    opts = DecodeOptions(beam=spec["beam"], batch_size=spec["decode_batch"], max_len_ratio=float(L))
+    opts = DecodeOptions(beam=spec["beam"], batch_size=spec["decode_batch"], max_len_ratio=float(L),
+                         cuda_graphs=spec["cuda_graphs"])
     if device.type == "cuda":  # untimed warm-up: CUDA context, cuBLAS handles, allocator
         decode_data([bc.ForcedLength(model, L)], ParallelData(data.src[: 2 * opts.batch_size], None), opts, device)
     bc.sync(device)

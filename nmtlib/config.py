@@ -75,6 +75,7 @@ class DecodeConfig:
     batch_size: int = 64
     unk_replace: bool = True
     taus: tuple[float, ...] = ()  #: Flexible Attention thresholds to decode with (besides τ = ∞)
+    cuda_graphs: bool = False  #: replay beam-search steps as CUDA graphs (CUDA only; see nmtlib.decode.graphs)
 
 
 #: paper architectures: defaults a variant starts from

@@ -123,7 +123,8 @@ def test_other_batch_sizes_run_eagerly():
 
 @needs_cuda
 def test_flexible_tau_window_on_cuda_equals_cpu():
-    """With τ the window's bounds go through the host (``FlexibleAttention.window``): the same rows
+    """With τ the window's bounds are computed on the host on a CPU (``FlexibleAttention.window``)
+    and on the device on a GPU (``window_on_device``, a mask over the whole source): the same rows
     give the same windows, weights and focus on both devices."""
     from nmtlib.models.attention import FlexibleAttention, Memory, length_mask
     from nmtlib.models.scores import ConcatScore
@@ -202,3 +203,44 @@ def test_trainer_on_cuda_reads_losses_late_and_still_stops_a_divergence(tiny_cor
 
         state = checkpoint.load(last)
         assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
+
+
+@needs_cuda
+@pytest.mark.parametrize("name", [*GRAPHABLE, "local-m-general-feed", "global-location-feed"])
+def test_graphed_beam_search_equals_eager(name):
+    """Beam search replaying recorded steps (decode.cuda_graphs) finds the eager search's
+    hypotheses, as batches shrink and shapes change, and replays most steps."""
+    from nmtlib.decode.beam import Ensemble, beam_search
+    from nmtlib.decode.graphs import GraphedSteps
+
+    from test_decode_graphs import assert_same, model_of, sentences
+
+    ensemble = Ensemble([model_of(name, device="cuda")])
+    data = sentences(9)
+    graphs = GraphedSteps(ensemble)
+    # sentence 6 three times: local-m's steps are recorded per step index, at their second use
+    for idx in ([0, 1, 2, 3, 4, 5], [6], [7, 8, 0], [6], [6]):
+        batch = collate(data, idx).to(torch.device("cuda"))
+        eager = beam_search(ensemble, batch, beam=4, max_len_ratio=1.0)
+        graphed = beam_search(ensemble, batch, beam=4, max_len_ratio=1.0, graphs=graphs)
+        assert_same(eager, graphed, exact=False)
+    assert graphs.recorded > 0 and graphs.replayed > 0
+
+
+@needs_cuda
+def test_graphed_decoding_of_a_file_equals_eager():
+    """``decode_data`` with ``cuda_graphs``: the same translations at batch 1 and 5, Flexible
+    Attention with τ included (its window's bounds are computed on the device there)."""
+    from nmtlib.decode.translate import DecodeOptions, decode_data
+
+    from test_decode_graphs import model_of, sentences
+
+    data = sentences(12)
+    for name, tau in [("global-general-feed", None), ("shu-flexible", 1.2)]:
+        model = model_of(name, device="cuda")
+        for bs in (1, 5):
+            eager, _ = decode_data([model], data, DecodeOptions(beam=5, batch_size=bs, tau=tau), torch.device("cuda"))
+            graphed, _ = decode_data([model], data, DecodeOptions(beam=5, batch_size=bs, tau=tau, cuda_graphs=True),
+                                     torch.device("cuda"))
+            assert [h.tokens for h in eager] == [h.tokens for h in graphed]
+            assert [h.score for h in eager] == pytest.approx([h.score for h in graphed], abs=1e-4)

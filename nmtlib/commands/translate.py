@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tau", type=float, default=None, help="Flexible Attention threshold τ (default: ∞)")
     p.add_argument("--dict", type=Path, default=None, help="dictionary for unknown-word replacement")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="on CUDA, replay each beam-search step as a CUDA graph recorded per shape (same results)")
     p.add_argument("--summary", type=Path, default=None, help="also write the JSON summary here")
     p.add_argument("--threads", type=int, default=None,
                    help="CPU threads for PyTorch (default: all cores; the workflow passes its rule's threads)")
@@ -45,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     if args.beam < 1:
         raise NmtlibError(f"--beam must be at least 1, got {args.beam}")
     torch.set_grad_enabled(False)
-    opts = DecodeOptions(args.beam, args.max_len_ratio, args.length_norm, args.batch_size, args.tau, args.greedy)
+    opts = DecodeOptions(args.beam, args.max_len_ratio, args.length_norm, args.batch_size, args.tau, args.greedy,
+                         args.cuda_graphs)
     try:
         dictionary = load_dictionary(args.dict) if args.dict else None
         result = translate_file(args.model, args.src, args.src_vocab, args.tgt_vocab, args.out_prefix, opts,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -27,6 +28,9 @@ from torch import Tensor
 from nmtlib.data.batching import Batch
 from nmtlib.data.vocab import BOS_ID, EOS_ID
 from nmtlib.models.seq2seq import Seq2Seq
+
+if TYPE_CHECKING:
+    from nmtlib.decode.graphs import GraphedSteps
 
 
 @dataclass
@@ -90,6 +94,12 @@ class Ensemble:
         ev = torch.stack(evaluated).sum(0) if evaluated else None
         return lp, new_states, w, ev
 
+    def graph_key(self, t: int) -> tuple | None:
+        """What a CUDA graph of step ``t`` must be specific to (:mod:`nmtlib.decode.graphs`):
+        each model's ``graph_key(t)``; None if any model's step cannot be recorded."""
+        keys = [getattr(model, "graph_key", lambda t: None)(t) for model in self.models]
+        return None if any(k is None for k in keys) else tuple(keys)
+
     @staticmethod
     def reorder(states, index: Tensor, memory_rows: Tensor | None = None):
         """Decoder states gathered at rows ``index``; the encodings at ``memory_rows`` when the
@@ -150,9 +160,56 @@ def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) 
     ]
 
 
+def candidates(lp: Tensor, scores: Tensor, A: int, width: int, K: int, ev: Tensor | None) -> Tensor:
+    """Everything the host needs from one beam step, as one (A, 2·n + 2·width) float64 matrix to
+    move in one transfer: per sentence its n = min(2K, width·V) best expansions (total scores,
+    then flat indices row·V + token, best first), then each row's ``<eos>`` log-probability (for
+    the length limit) and its score evaluations (zeros without attention)."""
+    V = lp.shape[-1]
+    total = (scores.unsqueeze(2) + lp.view(A, width, V)).view(A, width * V)
+    top_scores, top_idx = total.topk(min(2 * K, width * V), dim=1)  # sorted
+    counts = ev.view(A, width).double() if ev is not None else lp.new_zeros(A, width, dtype=torch.float64)
+    return torch.cat([top_scores.double(), top_idx.double(), lp[:, EOS_ID].view(A, width).double(), counts], 1)
+
+
+class EagerSteps:
+    """The decoder steps of one batch's search, each run as it comes.
+
+    :meth:`step` returns the host rows of :func:`candidates` and the step's attention weights;
+    :meth:`advance` takes the next step's rows: the previous row each one extends, its token and
+    its score, and the rows of the encodings when the batch's sentences or rows per sentence
+    change. :class:`nmtlib.decode.graphs.GraphedSearch` replays the same steps as CUDA graphs."""
+
+    def __init__(self, ensemble: Ensemble, batch: Batch) -> None:
+        self.ensemble = ensemble
+        self.states = ensemble.start(batch)
+        self.device = batch.src.device
+        B = batch.src.shape[0]
+        self.y = torch.full((B,), BOS_ID, dtype=torch.long, device=self.device)
+        self.scores = torch.zeros(B, 1, device=self.device)
+        self.vocab_size = 0
+
+    def step(self, t: int, A: int, width: int, K: int) -> tuple[list[list[float]], Tensor | None]:
+        lp, self.states, w, ev = self.ensemble.step(self.y, self.states)
+        self.vocab_size = lp.shape[-1]
+        return candidates(lp, self.scores, A, width, K, ev).tolist(), w  # one transfer
+
+    def advance(self, rows: list[int], tokens: list[int], scores: list[float], memory_rows: list[int] | None,
+                A: int, K: int) -> None:
+        moved = torch.tensor([rows, tokens], dtype=torch.long).to(self.device, non_blocking=True)
+        self.scores = torch.tensor(scores, dtype=torch.float32).view(A, K).to(self.device, non_blocking=True)
+        self.reorder(moved[0], memory_rows)
+        self.y = moved[1]
+
+    def reorder(self, rows: Tensor, memory_rows: list[int] | None) -> None:
+        mem = None if memory_rows is None else torch.tensor(memory_rows).to(self.device, non_blocking=True)
+        self.states = self.ensemble.reorder(self.states, rows, mem)
+
+
 @torch.no_grad()
 def beam_search(
-    ensemble: Ensemble, batch: Batch, beam: int = 12, max_len_ratio: float = 2.0, length_norm: bool = False
+    ensemble: Ensemble, batch: Batch, beam: int = 12, max_len_ratio: float = 2.0, length_norm: bool = False,
+    graphs: GraphedSteps | None = None,
 ) -> list[Hypothesis]:
     """Best hypothesis per sentence of ``batch`` (see the module docstring).
 
@@ -162,17 +219,17 @@ def beam_search(
 
     The bookkeeping runs on host lists: each step moves the 2K best candidates per sentence to
     the host in one transfer and the next rows, tokens and scores back in one, instead of one
-    tiny device operation per hypothesis (which dominated on GPUs)."""
-    device = batch.src.device
+    tiny device operation per hypothesis (which dominated on GPUs).
+
+    ``graphs``: replay the steps as CUDA graphs recorded per shape (:mod:`nmtlib.decode.graphs`;
+    ``decode.cuda_graphs``); the same search and the same results."""
     B, K = batch.src.shape[0], beam
     limits = max_lengths(batch.src_lengths, max_len_ratio)
-    states = ensemble.start(batch)
+    steps = graphs.search(batch) if graphs is not None else EagerSteps(ensemble, batch)
     NEG = float("-inf")
     active = list(range(B))  # sentences still decoded, in row order
     width = 1  # rows per active sentence: 1 at step 0, then K
     scores_l = [[0.0] for _ in range(B)]  # per active sentence, per row
-    scores = torch.zeros(B, 1, device=device)
-    y = torch.full((B,), BOS_ID, dtype=torch.long, device=device)
     # per step: the row of the previous step each new row extends, and the token it chose; rows
     # are numbered within each step's batch, whose sentences shrink as they finish
     backptrs: list[list[int]] = []
@@ -181,23 +238,19 @@ def beam_search(
     sent = [_SentenceState() for _ in range(B)]
 
     for t in range(max(limits)):
-        lp, states, w, ev = ensemble.step(y, states)
-        V = lp.shape[-1]
-        if ev is not None:
-            counts = ev.view(len(active), width).tolist()
+        host, w = steps.step(t, len(active), width, K)
+        V = steps.vocab_size
+        n_top = min(2 * K, width * V)
+        weights.append(w)
+        if w is not None:
             for i, b in enumerate(active):
                 st = sent[b]
+                counts = host[i][2 * n_top + width:]
                 alive = [k for k in range(width) if scores_l[i][k] != NEG]
-                computed = sum(counts[i][k] for k in alive)
+                computed = sum(counts[k] for k in alive)
                 st.scores_computed += int(computed)
                 st.hypothesis_steps += len(alive)
                 st.window_per_step.append(computed / max(1, len(alive)))
-        total = (scores.unsqueeze(2) + lp.view(len(active), width, V)).view(len(active), width * V)
-        n_top = min(2 * K, width * V)
-        top_scores, top_idx = total.topk(n_top, dim=1)  # (A, 2K), sorted
-        top = torch.cat([top_scores.double(), top_idx.double()], 1).tolist()  # one transfer
-        weights.append(w)
-        eos_lp = None
         rows_all: list[int] = []
         toks_all: list[int] = []
         kept: list[int] = []  # positions in `active` of the sentences that go on
@@ -210,15 +263,14 @@ def beam_search(
             scs: list[float] = []
             if t + 1 >= limits[b]:
                 # length limit: every live hypothesis ends here with <eos>
-                if eos_lp is None:
-                    eos_lp = lp[:, EOS_ID].tolist()
+                eos_lp = host[i][2 * n_top:2 * n_top + width]
                 for k in range(width):
                     if scores_l[i][k] != NEG:
-                        raw = scores_l[i][k] + eos_lp[base + k]
+                        raw = scores_l[i][k] + eos_lp[k]
                         st.finished.append(_Finished(raw / (t + 1) if length_norm else raw, raw, t, base + k))
                 st.done = True
             else:
-                cand_scores, cand_idx = top[i][:n_top], top[i][n_top:]
+                cand_scores, cand_idx = host[i][:n_top], host[i][n_top:2 * n_top]
                 for rank in range(n_top):
                     sc = cand_scores[rank]
                     if sc == NEG or len(rows) == K:
@@ -252,11 +304,8 @@ def beam_search(
             break
         memory_rows = None
         if width != K or len(kept) < len(active):  # K copies of each remaining sentence's encoding
-            memory_rows = torch.tensor([i * width for i in kept for _ in range(K)]).to(device, non_blocking=True)
-        moved = torch.tensor([rows_all, toks_all], dtype=torch.long).to(device, non_blocking=True)
-        scores = torch.tensor(new_scores_l, dtype=torch.float32).to(device, non_blocking=True)
-        states = ensemble.reorder(states, moved[0], memory_rows)
-        y = moved[1]
+            memory_rows = [i * width for i in kept for _ in range(K)]
+        steps.advance(rows_all, toks_all, [s for row in new_scores_l for s in row], memory_rows, len(kept), K)
         scores_l = new_scores_l
         active = [active[i] for i in kept]
         width = K

@@ -26,6 +26,7 @@ from nmtlib.config import ModelConfig
 from nmtlib.data.batching import ParallelData, collate, read_lines
 from nmtlib.data.vocab import EOS_ID, Vocabulary
 from nmtlib.decode.beam import Ensemble, Hypothesis, beam_search, greedy_search
+from nmtlib.decode.graphs import GraphedSteps
 from nmtlib.decode.unk import replace_unknowns
 from nmtlib.models.builder import build_model
 from nmtlib.models.seq2seq import Seq2Seq
@@ -48,6 +49,7 @@ class DecodeOptions:
     batch_size: int = 64
     tau: float | None = None  #: Flexible Attention threshold (None = ∞)
     greedy: bool = False  #: use the plain argmax decoder (identical to beam 1)
+    cuda_graphs: bool = False  #: replay beam-search steps as CUDA graphs (CUDA only; nmtlib.decode.graphs)
 
 
 def decode_data(
@@ -57,6 +59,11 @@ def decode_data(
     for model in models:
         model.set_tau(opts.tau)
     ensemble = Ensemble(models)
+    graphs = None
+    if opts.cuda_graphs and device.type == "cuda" and not opts.greedy:
+        graphs = GraphedSteps(ensemble)
+        if not graphs.supported:  # e.g. Flexible Attention with τ: its windows are bounded on the host
+            graphs = None
     order = sorted(range(len(data)), key=lambda i: (len(data.src[i]), i))
     hyps: list[Hypothesis] = [None] * len(data)  # type: ignore[list-item]
     times = [0.0] * len(data)
@@ -68,7 +75,7 @@ def decode_data(
         if opts.greedy:
             out = greedy_search(ensemble, batch, opts.max_len_ratio)
         else:
-            out = beam_search(ensemble, batch, opts.beam, opts.max_len_ratio, opts.length_norm)
+            out = beam_search(ensemble, batch, opts.beam, opts.max_len_ratio, opts.length_norm, graphs)
         if device.type == "cuda":
             torch.cuda.synchronize()
         per_sentence = (time.perf_counter() - t0) * 1000 / len(idx)

@@ -10,8 +10,9 @@ Windowed mechanisms really skip work. Local attention gathers the keys inside ea
 (width W ≤ 2D+1) and scores only those. Flexible Attention with a threshold τ scores only the
 (row, position) pairs inside the rows' windows, laid flat, with a softmax per row; where that
 would skip nothing (one row) it scores the covering span (benchmarks/RESULTS.md, tables 5c–5e
-trace the layouts tried). Weights are never obtained by masking a computation over the whole
-source.
+trace the layouts tried). On a CPU, weights are never obtained by masking a computation over
+the whole source; on a GPU, Flexible Attention's τ window is such a mask, because skipping saves
+no time there and bounding the window on the host costs a sync per step (see its docstring).
 """
 
 from __future__ import annotations
@@ -89,6 +90,12 @@ class Attention(nn.Module):
         """Per-row recurrent state of the mechanism (e.g. Flexible Attention's p_{t−1})."""
         return {}
 
+    def graph_key(self, step: int) -> tuple | None:
+        """What a CUDA graph of decoder step ``step`` must be specific to: ``()`` when the step's
+        operations do not depend on it, None when they cannot be recorded (they read values
+        on the host). See :mod:`nmtlib.decode.graphs`."""
+        return ()
+
     def forward(
         self, query: Tensor, memory: Memory, state: dict[str, Tensor], step: int, embedded: Tensor
     ) -> tuple[AttentionOutput, dict[str, Tensor]]:
@@ -151,6 +158,9 @@ class LocalMonotonicAttention(Attention):
         super().__init__(score)
         self.D = window
 
+    def graph_key(self, step):
+        return (step,)  # p_t = t is a constant of the recorded step
+
     def forward(self, query, memory, state, step, embedded):
         center = torch.clamp(memory.lengths - 1, max=step)  # (B,) 0-based p_t = t
         offsets = torch.arange(-self.D, self.D + 1, device=query.device)
@@ -201,6 +211,13 @@ class FlexibleAttention(Attention):
     - a_t(s) = softmax_s(score(h_{t−1}, h̄_s) − g(t)(s − p_{t−1})² / 2σ²) (Eq. 5–7);
     - with a threshold τ (decoding), scores are computed only where the penalty is below τ,
       s ∈ (p_{t−1} − σ√(2τ/g(t)), p_{t−1} + σ√(2τ/g(t))) (§3.3); ``tau=None`` (τ = ∞) scores all.
+
+    Where the window's bounds are computed (``host_bounds``; None: on the host on a CPU, on the
+    device elsewhere). On the host, only the window's pairs are scored. On a GPU that saves no
+    time, and moving (p, g) to the host costs a sync per step (13–66% slower than τ = ∞ on an
+    H100, benchmarks/RESULTS.md, G3): there the same bounds are computed on the device and the
+    window masks a score over the whole source, so a step needs no sync and can be recorded in
+    a CUDA graph. The weights and the evaluation counts (the window sizes) are the same.
     """
 
     name = "flexible"
@@ -218,12 +235,22 @@ class FlexibleAttention(Attention):
         super().__init__(score)
         self.sigma = sigma
         self.tau: float | None = None  # set by the decoder for test-time truncation
+        self.host_bounds: bool | None = None  # None: on the host on a CPU only (see the class docstring)
         gate_size = gate_size or query_size
         self.W_g = nn.Linear(query_size + embedding_size, gate_size, bias=False)
         self.v_g = nn.Linear(gate_size, 1)  # its bias is b_g
 
     def init_state(self, memory):
         return {"focus": memory.values.new_zeros(memory.values.shape[0])}
+
+    def uses_host_bounds(self, device: torch.device) -> bool:
+        """Whether a step with a finite τ computes its window's bounds on the host."""
+        return device.type == "cpu" if self.host_bounds is None else self.host_bounds
+
+    def graph_key(self, step):
+        # with τ and host bounds, the window's bounds are read on the host at every step
+        finite = self.tau is not None and not math.isinf(self.tau)
+        return None if finite and self.uses_host_bounds(self.v_g.weight.device) else ()
 
     def strength(self, query: Tensor, embedded: Tensor) -> Tensor:
         """g(t) of Eq. 8, shape (B,)."""
@@ -248,6 +275,17 @@ class FlexibleAttention(Attention):
         hi = np.maximum(np.minimum(np.ceil(f + radius) - 1, last), nearest)
         return lo.astype(np.int64), hi.astype(np.int64)
 
+    def window_on_device(self, focus: Tensor, gate: Tensor, lengths: Tensor, tau: float) -> tuple[Tensor, Tensor]:
+        """:meth:`window`'s bounds as (B,) int64 tensors, computed where the rows are, with the
+        same float32 operations (IEEE division and square root, floor, ceil, round half to even)."""
+        f, g, last = focus.detach().float(), gate.detach().float(), lengths.to(torch.float32) - 1
+        # a true division, as NumPy's: `scalar / g` is g.reciprocal() * scalar
+        radius = torch.sqrt(torch.full_like(g, 2 * tau) / g) * self.sigma
+        nearest = torch.minimum(torch.round(f).clamp(min=0), last)
+        lo = torch.minimum((torch.floor(f - radius) + 1).clamp(min=0), nearest)
+        hi = torch.maximum(torch.minimum(torch.ceil(f + radius) - 1, last), nearest)
+        return lo.long(), hi.long()
+
     def penalty(self, gate: Tensor, focus: Tensor, positions: Tensor) -> Tensor:
         """g(t)(s − p_{t−1})² / 2σ² (Eq. 5–6), broadcast over its arguments."""
         return gate * (positions - focus) ** 2 / (2 * self.sigma**2)
@@ -263,6 +301,16 @@ class FlexibleAttention(Attention):
             context, weights = self._attend_span(query, memory, 0, S - 1, memory.mask,
                                                  bias=-self.penalty(gate.unsqueeze(1), focus.unsqueeze(1), positions))
             evaluated = memory.lengths.clone()
+        elif not self.uses_host_bounds(query.device):
+            # the window as a mask over the whole source: no sync (see the class docstring)
+            first, last = 0, S - 1
+            lo, hi = self.window_on_device(focus, gate, memory.lengths, self.tau)
+            positions = torch.arange(S, device=query.device, dtype=focus.dtype)
+            span = torch.arange(S, device=query.device)
+            valid = (span >= lo.unsqueeze(1)) & (span <= hi.unsqueeze(1))
+            context, weights = self._attend_span(query, memory, 0, S - 1, valid,
+                                                 bias=-self.penalty(gate.unsqueeze(1), focus.unsqueeze(1), positions))
+            evaluated = hi - lo + 1
         else:
             # Only the pairs (row, s) inside each row's window are scored, or the span that covers
             # them (flat_min_skipped); a row's evaluations are its window's size (Shu & Nakayama's

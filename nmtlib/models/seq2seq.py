@@ -38,6 +38,12 @@ class Seq2Seq(nn.Module):
         if att is not None and hasattr(att, "tau"):
             att.tau = tau
 
+    def graph_key(self, t: int) -> tuple | None:
+        """What a CUDA graph of :meth:`step` at step ``t`` must be specific to (the attention's
+        :meth:`~nmtlib.models.attention.Attention.graph_key`); None if it cannot be recorded."""
+        att = self.decoder.attention
+        return () if att is None else att.graph_key(t)
+
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, DecoderState]:
         enc = self.encoder(src, src_lengths)
         # batches keep lengths on the host (packing needs them there); a copy without a host sync

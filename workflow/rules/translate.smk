@@ -8,6 +8,8 @@ def translate_options(wildcards):
     opts = ["--beam", str(beam), "--max-len-ratio", str(d.max_len_ratio), "--batch-size", str(d.batch_size)]
     if d.length_norm:
         opts.append("--length-norm")
+    if d.cuda_graphs:
+        opts.append("--cuda-graphs")
     if tau is not None:
         opts += ["--tau", str(tau)]
     if d.unk_replace and dictionary() is not None:
