@@ -1,0 +1,190 @@
+#!/usr/bin/env python
+"""The fastest any implementation of the peer comparison's model could train and decode on this
+CPU, bounded by its matrix products (issue 9's CPU targets: 2× OpenNMT-py in training, 3× in
+beam-12 decoding).
+
+The model and data are those of ``peer_opennmt.py`` (Luong global attention, ``general`` score,
+input feeding, 2×256, small_parallel_enja's vocabularies, batch 64; decoding 30 sentences at
+beam 12, every hypothesis forced to 11 steps). For our training steps and one decoding batch,
+every matrix product that reaches ATen (``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``mv``,
+``addmv``, forward and backward) is recorded by a ``TorchDispatchMode``, which counts its FLOPs
+(2·M·K·N) and times the call as it runs (MKL, 1 thread). Element-wise work, softmaxes and the
+loss are not counted. Two bounds follow:
+
+- **at MKL's speed on these shapes**: a step cannot take less than the time its products take.
+  OpenNMT-py needs the same products (the same model and batch; it also projects padding onto
+  the vocabulary, which we skip on CPU), so the ratio ours/peer of any implementation that calls
+  MKL for them is at most peer time / product time;
+- **at the machine's peak**: the best single-thread fp32 GEMM rate measured here (square
+  products of ``--peak-size``), applied to all the products' FLOPs. No fp32 kernel beats that.
+
+    python benchmarks/cpu_bound.py                         # peer speeds of table C4 (RESULTS.md)
+    python benchmarks/cpu_bound.py --peer-train 1787 --peer-decode 45.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import bench_common as bc
+import peer_opennmt as po
+
+#: OpenNMT-py's speeds on this machine, medians of table C4 (benchmarks/RESULTS.md, session 5:
+#: ``peer_opennmt.py --clock cpu --train-repeat 2 --decode-repeat 3``)
+PEER_TRAIN_TOK_S = 1787.0
+PEER_DECODE_SENT_S = 45.1
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--peer-train", type=float, default=PEER_TRAIN_TOK_S, help="peer training target tokens/s")
+    p.add_argument("--peer-decode", type=float, default=PEER_DECODE_SENT_S,
+                   help="peer decoding sentences/s at beam 12, batch 30")
+    p.add_argument("--train-steps", type=int, default=20, help="training steps recorded (after 3 untimed)")
+    p.add_argument("--decode-sentences", type=int, default=60)
+    p.add_argument("--peak-size", type=int, default=2048)
+    p.add_argument("--data-cache", type=Path, default=bc.shared_dir() / "data")
+    p.add_argument("--json", type=Path)
+    return p.parse_args(argv)
+
+
+class Products:
+    """A TorchDispatchMode that counts and times every matrix product."""
+
+    def __init__(self) -> None:
+        import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        aten = torch.ops.aten
+        shapes = {
+            aten.mm.default: lambda a, b: (a.shape[0], a.shape[1], b.shape[1], 1),
+            aten.addmm.default: lambda c, a, b: (a.shape[0], a.shape[1], b.shape[1], 1),
+            aten.bmm.default: lambda a, b: (a.shape[1], a.shape[2], b.shape[2], a.shape[0]),
+            aten.baddbmm.default: lambda c, a, b: (a.shape[1], a.shape[2], b.shape[2], a.shape[0]),
+            aten.mv.default: lambda a, v: (a.shape[0], a.shape[1], 1, 1),
+            aten.addmv.default: lambda c, a, v: (a.shape[0], a.shape[1], 1, 1),
+        }
+        outer = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                shape = shapes.get(func)
+                if shape is None:
+                    return func(*args, **(kwargs or {}))
+                t0 = time.perf_counter()
+                out = func(*args, **(kwargs or {}))
+                outer.seconds += time.perf_counter() - t0
+                m, k, n, b = shape(*args[:3])
+                outer.flops += 2 * m * k * n * b
+                outer.calls += 1
+                return out
+
+        self.mode = Mode()
+        self.flops = 0
+        self.seconds = 0.0
+        self.calls = 0
+
+    def __enter__(self):
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.mode.__exit__(*exc)
+
+
+def peak_gflops(size: int) -> float:
+    import torch
+
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * size**3 / best / 1e9
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)
+    from nmtlib.data.batching import ParallelData, collate, length_sorted_batches
+    from nmtlib.decode.translate import DecodeOptions, decode_data
+    from nmtlib.train.schedule import build_optimizer
+    from nmtlib.train.step import reproducible_kernels
+
+    reproducible_kernels()
+    torch.manual_seed(1234)
+    paths = po.fetch_data(args.data_cache)
+    spec = {"scale": "small", "batch": 64, "dropout": 0.2, "vocab_total": 0,
+            "train_src": paths["train.en"], "train_tgt": paths["train.ja"]}
+    src_vocab, tgt_vocab = po.our_vocabs(spec)
+    data = ParallelData.load(paths["train.en"], paths["train.ja"], src_vocab, tgt_vocab)
+    variant, model = po.our_model(spec, src_vocab, tgt_vocab)
+    model.train()
+    optimizer = build_optimizer(variant.train, model.parameters())
+    info = bc.machine_info(1)
+    bc.print_header(info)
+    peak = peak_gflops(args.peak_size)
+    print(f"peak fp32 GEMM, 1 thread: {peak:.1f} GFLOP/s (best of 5 products of {args.peak_size}² matrices)")
+
+    batches = length_sorted_batches(data, 64, 1234, 1)
+    for ids in batches[:3]:  # untimed: first-call costs
+        bc.train_step(model, optimizer, collate(data, ids), 5.0, "sentences")
+    tokens = 0
+    with Products() as train:
+        t0 = time.perf_counter()
+        for ids in batches[3:3 + args.train_steps]:
+            batch = collate(data, ids)
+            bc.train_step(model, optimizer, batch, 5.0, "sentences")
+            tokens += batch.target_tokens
+        train_wall = time.perf_counter() - t0
+
+    model.eval()
+    test = ParallelData.load(paths["test.en"], None, src_vocab, tgt_vocab)
+    test = ParallelData(test.src[: args.decode_sentences], None)
+    opts = DecodeOptions(beam=12, batch_size=30, max_len_ratio=11.0)
+    decode_data([bc.ForcedLength(model, 11)], ParallelData(test.src[:30], None), opts, torch.device("cpu"))
+    with torch.no_grad(), Products() as dec:
+        t0 = time.perf_counter()
+        decode_data([bc.ForcedLength(model, 11)], test, opts, torch.device("cpu"))
+        decode_wall = time.perf_counter() - t0
+    n = len(test.src)
+
+    rows = []
+    result = {"info": info, "peak_gflops": peak}
+    for what, rec, units, wall, peer, target in [
+        ("training, tgt tokens/s", train, tokens, train_wall, args.peer_train, 2.0),
+        ("decoding beam 12 × batch 30, sent/s", dec, n, decode_wall, args.peer_decode, 3.0),
+    ]:
+        ours = units / wall
+        mkl_bound = units / rec.seconds
+        peak_bound = units / (rec.flops / (peak * 1e9))
+        rows.append([what, rec.flops / units / 1e6, rec.calls / units, rec.seconds / wall * 100, ours,
+                     mkl_bound, peak_bound, peer, mkl_bound / peer, peak_bound / peer, target])
+        result[what.split(",")[0]] = {
+            "mflop_per_unit": rec.flops / units / 1e6, "product_seconds": rec.seconds, "wall_seconds": wall,
+            "units": units, "ours_per_s": ours, "bound_mkl_per_s": mkl_bound, "bound_peak_per_s": peak_bound,
+            "peer_per_s": peer, "achieved_gflops_in_products": rec.flops / rec.seconds / 1e9}
+    print()
+    print(bc.markdown_table(
+        ["measurement", "MFLOP of products per unit", "products per unit", "share of our time in products (%)",
+         "ours (this run, with recording)", "bound at MKL's speed", "bound at peak", "peer", "bound/peer, MKL",
+         "bound/peer, peak", "target"], rows))
+    print(f"\nour products ran at {train.flops / train.seconds / 1e9:.1f} GFLOP/s in training and "
+          f"{dec.flops / dec.seconds / 1e9:.1f} GFLOP/s in decoding; peer speeds: --peer-train {args.peer_train:g}, "
+          f"--peer-decode {args.peer_decode:g}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
