@@ -20,6 +20,7 @@ loss are not counted. Two bounds follow:
 
     python benchmarks/cpu_bound.py                         # peer speeds of table C4 (RESULTS.md)
     python benchmarks/cpu_bound.py --peer-train 1787 --peer-decode 45.1
+    python benchmarks/cpu_bound.py --peer-json benchmarks/out/peer_small_cpu.json   # a peer_opennmt.py run
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--peer-train", type=float, default=PEER_TRAIN_TOK_S, help="peer training target tokens/s")
     p.add_argument("--peer-decode", type=float, default=PEER_DECODE_SENT_S,
                    help="peer decoding sentences/s at beam 12, batch 30")
+    p.add_argument("--peer-json", type=Path, default=None,
+                   help="take the peer's speeds from this JSON of peer_opennmt.py (its training and beam 12 × batch 30 medians)")
     p.add_argument("--train-steps", type=int, default=20, help="training steps recorded (after 3 untimed)")
     p.add_argument("--decode-sentences", type=int, default=60)
     p.add_argument("--peak-size", type=int, default=2048)
@@ -109,8 +112,19 @@ def peak_gflops(size: int) -> float:
     return 2 * size**3 / best / 1e9
 
 
+def peer_speeds(path: Path) -> tuple[float, float]:
+    """(training tokens/s, beam 12 × batch 30 sentences/s) of the peer in a peer_opennmt.py JSON."""
+    run = json.loads(path.read_text(encoding="utf-8"))
+    decode = [r["peer"]["sentences_per_s"] for r in run.get("decode", []) if (r["beam"], r["batch"]) == (12, 30)]
+    if "train" not in run or not decode:
+        raise SystemExit(f"{path}: needs a peer_opennmt.py run with training and beam 12 × batch 30 decoding")
+    return run["train"]["peer"]["tgt_tokens_per_s"], decode[0]
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.peer_json:
+        args.peer_train, args.peer_decode = peer_speeds(args.peer_json)
     import torch
 
     torch.set_num_threads(1)
@@ -179,7 +193,7 @@ def main(argv=None) -> int:
          "bound/peer, peak", "target"], rows))
     print(f"\nour products ran at {train.flops / train.seconds / 1e9:.1f} GFLOP/s in training and "
           f"{dec.flops / dec.seconds / 1e9:.1f} GFLOP/s in decoding; peer speeds: --peer-train {args.peer_train:g}, "
-          f"--peer-decode {args.peer_decode:g}")
+          f"--peer-decode {args.peer_decode:g}" + (f" (from {args.peer_json})" if args.peer_json else ""))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -104,3 +104,33 @@ def test_peer_side_by_side_tiny(tmp_path):
         runs = decode[side]["runs_sentences_per_s"]
         assert len(runs) == 2 and all(r > 0 for r in runs)
         assert decode[side]["sentences_per_s"] == min(runs)
+
+
+def test_cpu_bound_counts_every_matrix_product_forward_and_backward():
+    import torch
+    from cpu_bound import Products
+
+    a = torch.randn(3, 5, requires_grad=True)
+    w = torch.randn(5, 7, requires_grad=True)
+    bias = torch.randn(7)
+    q = torch.randn(2, 4, 6)
+    with Products() as rec:
+        y = torch.addmm(bias, a, w)  # 2·3·5·7
+        y.sum().backward()  # grad of a: (3, 7)·(7, 5); grad of w: (5, 3)·(3, 7)
+        torch.bmm(q, q.transpose(1, 2))  # 2 · 2·4·6·4
+        torch.tanh(q)  # not a product
+    assert rec.calls == 4
+    assert rec.flops == 3 * (2 * 3 * 5 * 7) + 2 * 2 * 4 * 6 * 4
+    assert rec.seconds > 0
+
+
+def test_cpu_bound_prints_the_bounds_against_the_peer(tmp_path):
+    proc = run("cpu_bound.py", "--train-steps", "2", "--decode-sentences", "4", "--peak-size", "256",
+               "--peer-train", "1000", "--peer-decode", "10", "--json", str(tmp_path / "b.json"), out=tmp_path)
+    rows = [line.split("|") for line in proc.stdout.splitlines() if line.startswith("| training")
+            or line.startswith("| decoding")]
+    assert len(rows) == 2
+    result = json.loads((tmp_path / "b.json").read_text())
+    train = result["training"]
+    assert train["bound_peak_per_s"] >= train["bound_mkl_per_s"] * 0.5 and train["peer_per_s"] == 1000
+    assert 10 < train["mflop_per_unit"] < 100  # 2×256 model, ~26 MFLOP of products per target token
