@@ -225,6 +225,8 @@ def beam_search(
     ``decode.cuda_graphs``); the same search and the same results."""
     B, K = batch.src.shape[0], beam
     limits = max_lengths(batch.src_lengths, max_len_ratio)
+    if graphs is not None and graphs.ensemble is not ensemble:
+        raise ValueError("beam_search: `graphs` were made for another ensemble")
     steps = graphs.search(batch) if graphs is not None else EagerSteps(ensemble, batch)
     NEG = float("-inf")
     active = list(range(B))  # sentences still decoded, in row order

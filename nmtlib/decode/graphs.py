@@ -23,6 +23,13 @@ forces the output length) gets one graph per :meth:`~nmtlib.decode.beam.Ensemble
 Steps that read values on the host cannot be recorded (Flexible Attention with a threshold τ
 computes its windows' bounds there): such searches run eagerly.
 
+All graphs share one memory pool, so they hold about one step's temporaries, not one set per
+graph (a paper-scale step at beam 12 × batch 64 needs about 0.5 GB: its (768, 50K) logits,
+log-probabilities and totals). That is safe because graphs never run concurrently and each
+replay's outputs (the packed candidates, the attention weights) are read or copied before the
+next replay: a later replay of another graph may overwrite them, never the states, which live
+in the slots' buffers outside the pool.
+
 A step is recorded at the second use of its shape and key (``record_after``), and the first
 use runs the same function eagerly: at batch 30 with every sentence's shape new, recording at
 first use made decoding slower than the eager search (benchmarks/RESULTS.md, G4). The recording
@@ -114,6 +121,7 @@ class GraphedSteps:
         self.record_after = record_after
         self.slots: OrderedDict[tuple[int, int, int], _Slot] = OrderedDict()
         self.stream = torch.cuda.Stream() if record else None
+        self.pool = torch.cuda.graph_pool_handle() if record else None  # shared (module docstring)
         self.recorded = 0  #: graphs recorded
         self.replayed = 0  #: steps replayed from a graph
 
@@ -172,7 +180,7 @@ class GraphedSteps:
                 packed, w = self._step(slot, K)
                 w = None if w is None else w.clone()
                 graph = torch.cuda.CUDAGraph()
-                graph.capture_begin()
+                graph.capture_begin(pool=self.pool)
                 try:
                     outputs = self._step(slot, K)
                 finally:
