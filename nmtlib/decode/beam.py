@@ -13,6 +13,11 @@ log p = log((1/N) Σ_n p_n). Attention weights, used for unknown-word replacemen
 History is kept as per-step backpointers, not by copying prefixes, so a step costs O(B·K).
 Step 0 decodes one row per sentence, and finished sentences leave the batch (as in OpenNMT-py
 and fairseq), so no row is computed that cannot change a result.
+
+The search's decisions run in Python on host lists. The device work of a step (the decoder
+step, the top 2K expansions per sentence, packed by :func:`candidates` for one transfer) sits
+behind :class:`EagerSteps`, which :class:`nmtlib.decode.graphs.GraphedSearch` replaces with
+CUDA-graph replays (``decode.cuda_graphs``).
 """
 
 from __future__ import annotations
