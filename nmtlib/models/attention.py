@@ -267,7 +267,11 @@ class FlexibleAttention(Attention):
         the search needs the span's ends on the host anyway, and as about 25 tensor operations on
         a few rows the bounds cost more dispatch time than the scores they save (benchmarks/
         RESULTS.md, table 5e)."""
-        f, g, n = torch.stack([focus.detach().float(), gate.detach().float(), lengths.to(torch.float32)]).cpu().numpy()
+        if focus.device.type == "cpu":  # views, no copies
+            f, g = focus.detach().float().numpy(), gate.detach().float().numpy()
+            n = lengths.numpy().astype(np.float32)
+        else:
+            f, g, n = torch.stack([focus.detach().float(), gate.detach().float(), lengths.to(torch.float32)]).cpu().numpy()
         last = n - 1
         radius = np.float32(self.sigma) * np.sqrt(np.float32(2 * tau) / g)
         nearest = np.minimum(np.maximum(np.rint(f), 0), last)  # rint rounds half to even, as torch.round
