@@ -20,8 +20,9 @@ kept across the batches of a decode, up to ``max_shapes``, least recently used f
 
 A step whose operations depend on the step index (``local-m``'s p_t = t, or a wrapper that
 forces the output length) gets one graph per :meth:`~nmtlib.decode.beam.Ensemble.graph_key`.
-Steps that read values on the host cannot be recorded (Flexible Attention with a threshold τ
-computes its windows' bounds there): such searches run eagerly.
+Steps that read values on the host cannot be recorded: Flexible Attention with a threshold τ
+when it bounds its windows there (``host_bounds``; on GPUs it bounds them on the device by
+default). Such searches run eagerly.
 
 All graphs share one memory pool, so they hold about one step's temporaries, not one set per
 graph (a paper-scale step at beam 12 × batch 64 needs about 0.5 GB: its (768, 50K) logits,
