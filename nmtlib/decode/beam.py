@@ -189,10 +189,13 @@ class EagerSteps:
         self.ensemble = ensemble
         self.states = ensemble.start(batch)
         self.device = batch.src.device
-        B = batch.src.shape[0]
+        self.vocab_size = 0
+        self.begin(batch.src.shape[0])
+
+    def begin(self, B: int) -> None:
+        """Step 0's inputs: ``<bos>`` and score 0 in one row per sentence."""
         self.y = torch.full((B,), BOS_ID, dtype=torch.long, device=self.device)
         self.scores = torch.zeros(B, 1, device=self.device)
-        self.vocab_size = 0
 
     def step(self, t: int, A: int, width: int, K: int) -> tuple[list[list[float]], Tensor | None]:
         lp, self.states, w, ev = self.ensemble.step(self.y, self.states)

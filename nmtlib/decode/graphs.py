@@ -201,10 +201,12 @@ class GraphedSearch(EagerSteps):
     """One batch's steps, replayed from :class:`GraphedSteps`' graphs."""
 
     def __init__(self, graphs: GraphedSteps, batch: Batch) -> None:
-        super().__init__(graphs.ensemble, batch)
         self.graphs = graphs
-        B = batch.src.shape[0]
-        self.slot = graphs.slot(self.states, B, 1)
+        super().__init__(graphs.ensemble, batch)
+
+    def begin(self, B: int) -> None:
+        """Step 0's inputs, in the slot of one row per sentence."""
+        self.slot = self.graphs.slot(self.states, B, 1)
         self.states = self.slot.states
         self.slot.set_inputs(list(range(B)), [BOS_ID] * B, [0.0] * B)
 

@@ -62,7 +62,7 @@ def decode_data(
     graphs = None
     if opts.cuda_graphs and device.type == "cuda" and not opts.greedy:
         graphs = GraphedSteps(ensemble)
-        if not graphs.supported:  # e.g. Flexible Attention with τ: its windows are bounded on the host
+        if not graphs.supported:  # a step reads values on the host (e.g. FlexibleAttention.host_bounds)
             graphs = None
     order = sorted(range(len(data)), key=lambda i: (len(data.src[i]), i))
     hyps: list[Hypothesis] = [None] * len(data)  # type: ignore[list-item]

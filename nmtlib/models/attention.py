@@ -247,10 +247,14 @@ class FlexibleAttention(Attention):
         """Whether a step with a finite τ computes its window's bounds on the host."""
         return device.type == "cpu" if self.host_bounds is None else self.host_bounds
 
+    @property
+    def windowed(self) -> bool:
+        """Whether a finite τ truncates the scores (decoding); τ = ∞ scores every position."""
+        return self.tau is not None and not math.isinf(self.tau)
+
     def graph_key(self, step):
         # with τ and host bounds, the window's bounds are read on the host at every step
-        finite = self.tau is not None and not math.isinf(self.tau)
-        return None if finite and self.uses_host_bounds(self.v_g.weight.device) else ()
+        return None if self.windowed and self.uses_host_bounds(self.v_g.weight.device) else ()
 
     def strength(self, query: Tensor, embedded: Tensor) -> Tensor:
         """g(t) of Eq. 8, shape (B,)."""
@@ -298,23 +302,19 @@ class FlexibleAttention(Attention):
         focus = state["focus"]
         gate = self.strength(query, embedded)
         S = memory.mask.shape[1]
-        if self.tau is None or math.isinf(self.tau):
-            # τ = ∞ (training): every position is scored
+        if not self.windowed or not self.uses_host_bounds(query.device):
+            # every position is scored: τ = ∞ (training), or the τ window as a mask over the
+            # whole source, with no sync (on a GPU; see the class docstring)
             first, last = 0, S - 1
             positions = torch.arange(S, device=query.device, dtype=focus.dtype)
-            context, weights = self._attend_span(query, memory, 0, S - 1, memory.mask,
-                                                 bias=-self.penalty(gate.unsqueeze(1), focus.unsqueeze(1), positions))
-            evaluated = memory.lengths.clone()
-        elif not self.uses_host_bounds(query.device):
-            # the window as a mask over the whole source: no sync (see the class docstring)
-            first, last = 0, S - 1
-            lo, hi = self.window_on_device(focus, gate, memory.lengths, self.tau)
-            positions = torch.arange(S, device=query.device, dtype=focus.dtype)
-            span = torch.arange(S, device=query.device)
-            valid = (span >= lo.unsqueeze(1)) & (span <= hi.unsqueeze(1))
+            if self.windowed:
+                lo, hi = self.window_on_device(focus, gate, memory.lengths, self.tau)
+                valid = (positions >= lo.unsqueeze(1)) & (positions <= hi.unsqueeze(1))
+                evaluated = hi - lo + 1
+            else:
+                valid, evaluated = memory.mask, memory.lengths.clone()
             context, weights = self._attend_span(query, memory, 0, S - 1, valid,
                                                  bias=-self.penalty(gate.unsqueeze(1), focus.unsqueeze(1), positions))
-            evaluated = hi - lo + 1
         else:
             # Only the pairs (row, s) inside each row's window are scored, or the span that covers
             # them (flat_min_skipped); a row's evaluations are its window's size (Shu & Nakayama's
