@@ -46,12 +46,16 @@ HERE = Path(__file__).resolve()
 DEFAULT_PEER = Path.home() / ".cache" / "nmtlib-peer"
 ARCH = "luong-global-general-feed"
 
-# The peer runs under this launcher so that its peak RSS is measured the same way as ours.
+# The peer runs under this launcher so that its peak RSS, and on a GPU its peak of PyTorch's
+# allocator, are measured the same way as ours.
 PEER_LAUNCHER = r"""
 import atexit, resource, sys
 def _peak():
     kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     sys.stderr.write("NMTLIB_PEAK_RSS_KB %d\n" % kb)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        sys.stderr.write("NMTLIB_PEAK_GPU_MB %.1f\n" % (torch.cuda.max_memory_allocated() / 2**20))
 atexit.register(_peak)
 entry = sys.argv[1]
 sys.argv = ["onmt_" + entry] + sys.argv[2:]
@@ -250,14 +254,15 @@ def worker_decode(spec: dict) -> dict:
                          cuda_graphs=spec["cuda_graphs"])
     if device.type == "cuda":  # untimed warm-up: CUDA context, cuBLAS handles, allocator
         decode_data([bc.ForcedLength(model, L)], ParallelData(data.src[: 2 * opts.batch_size], None), opts, device)
-    bc.sync(device)
+    bc.sync(device)  # the GPU peak counts the warm-up too, as the peer's counts its whole process
     t0 = bc.timer()
     hyps, _ = decode_data([bc.ForcedLength(model, L)], data, opts, device)
     bc.sync(device)
     elapsed = bc.timer() - t0
     lengths = sorted({len(h.tokens) for h in hyps})
     return {"sentences_per_s": len(hyps) / elapsed, "output_tokens": lengths, "decoder_steps": L,
-            "peak_rss_mb": bc.peak_rss_mb()}
+            "peak_rss_mb": bc.peak_rss_mb(),
+            "peak_gpu_mb": bc.peak_memory_mb(device) if device.type == "cuda" else float("nan")}
 
 
 # --- the peer's side ----------------------------------------------------------------------------
@@ -272,6 +277,7 @@ def peer_python(peer: Path) -> Path | None:
 
 
 def run_peer(py: Path, entry: str, args: list[str], threads: int, log: Path) -> tuple[str, float]:
+    """Run ``onmt_ENTRY ARGS`` under the launcher: its output, and its peak RSS in MB."""
     env = {**os.environ, **bc.thread_env(threads), "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
     cmd = [str(py), "-c", PEER_LAUNCHER, entry, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -282,6 +288,13 @@ def run_peer(py: Path, entry: str, args: list[str], threads: int, log: Path) -> 
         raise SystemExit(f"OpenNMT-py onmt_{entry} failed (exit {proc.returncode}); log: {log}")
     m = re.search(r"NMTLIB_PEAK_RSS_KB (\d+)", text)
     return text, int(m.group(1)) / 1024 if m else float("nan")
+
+
+def peer_peak_gpu_mb(text: str) -> float:
+    """The peak of the peer's CUDA allocator (``torch.cuda.max_memory_allocated``) from the launcher's
+    output; NaN when it never used CUDA."""
+    m = re.search(r"NMTLIB_PEAK_GPU_MB ([\d.]+)", text)
+    return float(m.group(1)) if m else float("nan")
 
 
 def our_decode(dspec: dict, threads: int) -> dict:
@@ -306,7 +319,7 @@ def peer_decode(py: Path, model_file: Path, test_src: Path, work: Path, beam: in
     mean_len = sum(len(line.split()) for line in out_lines) / max(1, len(out_lines))
     sps = float(m.group(1)) / mean_len if m and mean_len else float("nan")
     return {"sentences_per_s": sps, "output_tokens": sorted({len(line.split()) for line in out_lines}),
-            "peak_rss_mb": peak, "load_before": load}
+            "peak_rss_mb": peak, "peak_gpu_mb": peer_peak_gpu_mb(text), "load_before": load}
 
 
 def median_run(runs: list[dict], key: str = "sentences_per_s") -> dict:
@@ -464,7 +477,7 @@ def main(argv=None) -> int:
         load = bc.loadavg()
         text, peak = run_peer(py, "train", ["-config", str(config)], args.threads, work / "train.log")
         p = parse_peer_train(text, args.report_every)
-        p["peak_rss_mb"], p["load_before"] = peak, load
+        p["peak_rss_mb"], p["peak_gpu_mb"], p["load_before"] = peak, peer_peak_gpu_mb(text), load
         print(f"  peer train: {p['tgt_tokens_per_s']:.0f} tgt tok/s (load {load})", file=sys.stderr, flush=True)
         ours_runs.append(o)
         peer_runs.append(p)
@@ -476,6 +489,8 @@ def main(argv=None) -> int:
              ratio(ours["tgt_tokens_per_s"], peer["tgt_tokens_per_s"]), f"{ours['load_before']} / {peer['load_before']}"],
             ["training peak RSS MB", ours["peak_rss_mb"], peer["peak_rss_mb"],
              ratio(ours["peak_rss_mb"], peer["peak_rss_mb"]), ""],
+            *([["training peak GPU MB (allocator)", ours["peak_gpu_mb"], peer["peak_gpu_mb"],
+                ratio(ours["peak_gpu_mb"], peer["peak_gpu_mb"]), ""]] if args.device == "cuda" else []),
             ["parameters", ours["parameters"], peer["parameters"] or "?", "", ""],
             ["vocab src / tgt", f"{ours['src_vocab']} / {ours['tgt_vocab']}", f"{peer['src_vocab']} / {peer['tgt_vocab']}",
              "", ""],
@@ -499,6 +514,9 @@ def main(argv=None) -> int:
                       file=sys.stderr, flush=True)
                 rows.append([f"decode sent/s, beam {beam}, batch {bs}", o["sentences_per_s"], p_sps,
                              ratio(o["sentences_per_s"], p_sps), f"{o['load_before']} / {p['load_before']}"])
+                if args.device == "cuda":
+                    peaks = [max(r["peak_gpu_mb"] for r in runs) for runs in (runs_o, runs_p)]
+                    rows.append([f"decode peak GPU MB, beam {beam}, batch {bs}", *peaks, ratio(*peaks), ""])
         print(f"decoding: {len(test_lines)} sentences of test.en, every hypothesis forced to {decode_length} decoder "
               f"steps (ours: {decode_length - 1} tokens + <eos>; peer: {decode_length} tokens, max_length stop)")
     print()

@@ -5,6 +5,7 @@ tables. No timing is asserted here: speed targets are checked by running the scr
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -104,6 +105,37 @@ def test_peer_side_by_side_tiny(tmp_path):
         runs = decode[side]["runs_sentences_per_s"]
         assert len(runs) == 2 and all(r > 0 for r in runs)
         assert decode[side]["sentences_per_s"] == min(runs)
+        assert math.isnan(decode[side]["peak_gpu_mb"])  # CPU: no allocator peak, and no GPU rows
+    assert "peak GPU MB" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_peer_side_by_side_tiny_on_cuda_reports_both_gpu_peaks(tmp_path):
+    import torch
+
+    peer = Path(os.environ.get("PEER", Path.home() / ".cache" / "nmtlib-peer"))
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    if not (peer / "venv" / "bin" / "python").exists():
+        pytest.skip("OpenNMT-py peer venv not installed (bash benchmarks/peer/setup_opennmt.sh)")
+    if not (SHARED / "data" / "small_parallel_enja" / "train.en").exists():
+        pytest.skip("shared/data/small_parallel_enja not present")
+    proc = run("peer_opennmt.py", "--scale", "tiny", "--device", "cuda", "--cuda-graphs", "--train-steps", "2",
+               "--report-every", "1", "--decode-sentences", "6", "--beams", "2", "--decode-batch-sizes", "3",
+               "--work", str(tmp_path / "w"), "--json", str(tmp_path / "peer.json"), out=tmp_path)
+    assert "| training peak GPU MB (allocator) |" in proc.stdout
+    assert "| decode peak GPU MB, beam 2, batch 3 |" in proc.stdout
+    results = json.loads((tmp_path / "peer.json").read_text())
+    (decode,) = results["decode"]
+    for side in ("ours", "peer"):
+        assert results["train"][side]["peak_gpu_mb"] > 0 and decode[side]["peak_gpu_mb"] > 0
+
+
+def test_peer_gpu_peak_is_read_from_the_launchers_output():
+    import peer_opennmt
+
+    assert peer_opennmt.peer_peak_gpu_mb("...\nNMTLIB_PEAK_RSS_KB 2048\nNMTLIB_PEAK_GPU_MB 1536.5\n") == 1536.5
+    assert math.isnan(peer_opennmt.peer_peak_gpu_mb("NMTLIB_PEAK_RSS_KB 2048\n"))
 
 
 def test_cpu_bound_counts_every_matrix_product_forward_and_backward():
