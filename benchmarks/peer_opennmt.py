@@ -91,6 +91,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="both toolkits on this device")
     p.add_argument("--bf16", action="store_true", help="ours: bf16 autocast (CUDA), as train.bf16")
     p.add_argument("--cuda-graphs", action="store_true", help="ours: graphed decoder loop in training (train.cuda_graphs) and graphed beam-search steps (decode.cuda_graphs), CUDA only")
+    p.add_argument("--tf32", action="store_true",
+                   help="decoding's float32 matrix products in TF32 on both sides: ours decode.tf32, the peer's through "
+                        "PyTorch's TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (CUDA only)")
     p.add_argument("--peer-dtype", choices=["fp32", "fp16"], default="fp32",
                    help="the peer's model_dtype (fp16: its mixed precision; CUDA only)")
     p.add_argument("--peer", type=Path, default=Path(os.environ.get("PEER", DEFAULT_PEER)),
@@ -251,7 +254,7 @@ def worker_decode(spec: dict) -> dict:
     data = ParallelData.load(spec["test_src"], None, src_vocab, tgt_vocab)
     L = spec["decode_length"]
     opts = DecodeOptions(beam=spec["beam"], batch_size=spec["decode_batch"], max_len_ratio=float(L),
-                         cuda_graphs=spec["cuda_graphs"])
+                         cuda_graphs=spec["cuda_graphs"], tf32=spec["tf32"])
     if device.type == "cuda":  # untimed warm-up: CUDA context, cuBLAS handles, allocator
         decode_data([bc.ForcedLength(model, L)], ParallelData(data.src[: 2 * opts.batch_size], None), opts, device)
     bc.sync(device)  # the GPU peak counts the warm-up too, as the peer's counts its whole process
@@ -276,9 +279,10 @@ def peer_python(peer: Path) -> Path | None:
     return py if ok else None
 
 
-def run_peer(py: Path, entry: str, args: list[str], threads: int, log: Path) -> tuple[str, float]:
+def run_peer(py: Path, entry: str, args: list[str], threads: int, log: Path,
+             extra_env: dict[str, str] | None = None) -> tuple[str, float]:
     """Run ``onmt_ENTRY ARGS`` under the launcher: its output, and its peak RSS in MB."""
-    env = {**os.environ, **bc.thread_env(threads), "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+    env = {**os.environ, **bc.thread_env(threads), "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", **(extra_env or {})}
     cmd = [str(py), "-c", PEER_LAUNCHER, entry, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     text = proc.stdout + proc.stderr
@@ -311,7 +315,8 @@ def peer_decode(py: Path, model_file: Path, test_src: Path, work: Path, beam: in
     text, peak = run_peer(py, "translate", [
         "-model", str(model_file), "-src", str(test_src), "-output", str(out_file), "-beam_size", str(beam),
         "-batch_size", str(bs), "-min_length", str(length), "-max_length", str(length),
-        "-report_time", "-gpu", "0" if args.device == "cuda" else "-1"], args.threads, work / f"translate_b{beam}_bs{bs}.log")
+        "-report_time", "-gpu", "0" if args.device == "cuda" else "-1"], args.threads, work / f"translate_b{beam}_bs{bs}.log",
+        {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"} if args.tf32 else None)
     # sentences/s from its "Tokens per second" (predicted tokens / total time, full precision)
     # and the tokens it wrote; its "Average translation time (ms)" has one decimal only
     out_lines = out_file.read_text(encoding="utf-8").splitlines()
@@ -440,7 +445,7 @@ def main(argv=None) -> int:
             "steps": args.train_steps, "report_every": args.report_every, "vocab_total": vocab_total,
             "train_src": paths["train.en"], "train_tgt": paths["train.ja"], "test_src": str(test_src),
             "model_out": str(work / "ours_model.pt"), "decode_length": decode_length, "device": args.device,
-            "bf16": args.bf16, "cuda_graphs": args.cuda_graphs}
+            "bf16": args.bf16, "cuda_graphs": args.cuda_graphs, "tf32": args.tf32}
 
     info = bc.machine_info(args.threads if args.device == "cpu" else None, args.device)
     info["peer"] = f"OpenNMT-py {peer_version[0]} (torch {peer_version[1]})" if len(peer_version) == 2 else "OpenNMT-py"
@@ -449,7 +454,8 @@ def main(argv=None) -> int:
     print(f"model: {ARCH}, scale {args.scale} ({scale.layers}x{scale.hidden}, emb {scale.embedding}), batch {batch}, "
           f"dropout {args.dropout}, SGD lr 1 clip 5; {args.train_steps} steps, timed after step {args.report_every}")
     print(f"device {args.device}; ours: {'bf16 autocast' if args.bf16 else 'fp32'}"
-          f"{', CUDA graphs' if args.cuda_graphs else ''}; peer: model_dtype {args.peer_dtype}")
+          f"{', CUDA graphs' if args.cuda_graphs else ''}; peer: model_dtype {args.peer_dtype}"
+          f"{'; decoding in TF32 on both sides' if args.tf32 else ''}")
 
     # vocabularies: the peer's from onmt_build_vocab (small) or written by us, padded (paper)
     config = work / "enja_luong.yaml"

@@ -76,6 +76,7 @@ class DecodeConfig:
     unk_replace: bool = True
     taus: tuple[float, ...] = ()  #: Flexible Attention thresholds to decode with (besides τ = ∞)
     cuda_graphs: bool = False  #: replay beam-search steps as CUDA graphs (CUDA only; see nmtlib.decode.graphs)
+    tf32: bool = False  #: float32 matrix products in TF32 on CUDA (see nmtlib.decode.translate.matmul_precision)
 
 
 #: paper architectures: defaults a variant starts from

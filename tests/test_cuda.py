@@ -244,3 +244,47 @@ def test_graphed_decoding_of_a_file_equals_eager():
                                      torch.device("cuda"))
             assert [h.tokens for h in eager] == [h.tokens for h in graphed]
             assert [h.score for h in eager] == pytest.approx([h.score for h in graphed], abs=1e-4)
+
+
+class _PrecisionProbe:
+    """A model that records the float32 matrix-product precision at each decoder step."""
+
+    def __init__(self, model) -> None:
+        self.model, self.seen = model, set()
+
+    def set_tau(self, tau) -> None:
+        self.model.set_tau(tau)
+
+    def encode(self, src, src_lengths):
+        return self.model.encode(src, src_lengths)
+
+    def graph_key(self, t):
+        return self.model.graph_key(t)
+
+    def step(self, y_prev, state, memory):
+        self.seen.add(torch.get_float32_matmul_precision())
+        return self.model.step(y_prev, state, memory)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_cuda)])
+def test_decode_tf32_holds_only_while_decoding_on_cuda(device):
+    """``decode.tf32``: every step of a CUDA decode runs with TF32 matrix products, graphed steps
+    included (they are recorded under it); a CPU decode is untouched; afterwards the process's
+    own setting is back."""
+    from nmtlib.decode.translate import DecodeOptions, decode_data
+
+    from test_decode_graphs import model_of, sentences
+
+    before = torch.get_float32_matmul_precision()
+    data = sentences(6)
+    probe = _PrecisionProbe(model_of("global-general-feed", device=device))
+    plain, _ = decode_data([model_of("global-general-feed", device=device)], data,
+                           DecodeOptions(beam=4, batch_size=3), torch.device(device))
+    for graphs in (False, True):
+        probe.seen.clear()
+        tf32, _ = decode_data([probe], data, DecodeOptions(beam=4, batch_size=3, tf32=True, cuda_graphs=graphs),
+                              torch.device(device))
+        assert probe.seen == ({"high"} if device == "cuda" else {before})
+        assert torch.get_float32_matmul_precision() == before
+        # TF32 rounds inputs to 10 mantissa bits: the scores stay close to float32's
+        assert [h.score for h in tf32] == pytest.approx([h.score for h in plain], rel=1e-2, abs=1e-2)

@@ -12,8 +12,10 @@ Outputs:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,27 @@ class DecodeOptions:
     tau: float | None = None  #: Flexible Attention threshold (None = ∞)
     greedy: bool = False  #: use the plain argmax decoder (identical to beam 1)
     cuda_graphs: bool = False  #: replay beam-search steps as CUDA graphs (CUDA only; nmtlib.decode.graphs)
+    tf32: bool = False  #: float32 matrix products in TF32 on CUDA (:func:`matmul_precision`)
+
+
+@contextlib.contextmanager
+def matmul_precision(tf32: bool, device: torch.device) -> Iterator[None]:
+    """float32 matrix products in TF32 within the block when ``tf32`` and ``device`` is CUDA
+    (``torch.set_float32_matmul_precision("high")``), then the process's setting again.
+
+    TF32 rounds the products' inputs to 10 mantissa bits and accumulates in float32. PyTorch keeps
+    it off for matrix products by default; at paper scale a decoder step is bound by them (a
+    beam-12 × batch-30 step: 2.29 ms of GPU time in float32, 1.15 ms in TF32 on an H100,
+    benchmarks/RESULTS.md G5). On a CPU nothing changes."""
+    if not (tf32 and device.type == "cuda"):
+        yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def decode_data(
@@ -68,21 +91,22 @@ def decode_data(
     hyps: list[Hypothesis] = [None] * len(data)  # type: ignore[list-item]
     times = [0.0] * len(data)
     bar = tqdm(total=len(data), unit="sent", desc="translate", disable=not progress)
-    for start in range(0, len(order), opts.batch_size):
-        idx = order[start : start + opts.batch_size]
-        batch = collate(data, idx).to(device)
-        t0 = time.perf_counter()
-        if opts.greedy:
-            out = greedy_search(ensemble, batch, opts.max_len_ratio)
-        else:
-            out = beam_search(ensemble, batch, opts.beam, opts.max_len_ratio, opts.length_norm, graphs)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        per_sentence = (time.perf_counter() - t0) * 1000 / len(idx)
-        for i, h in zip(idx, out):
-            hyps[i] = h
-            times[i] = per_sentence
-        bar.update(len(idx))
+    with matmul_precision(opts.tf32, device):
+        for start in range(0, len(order), opts.batch_size):
+            idx = order[start : start + opts.batch_size]
+            batch = collate(data, idx).to(device)
+            t0 = time.perf_counter()
+            if opts.greedy:
+                out = greedy_search(ensemble, batch, opts.max_len_ratio)
+            else:
+                out = beam_search(ensemble, batch, opts.beam, opts.max_len_ratio, opts.length_norm, graphs)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            per_sentence = (time.perf_counter() - t0) * 1000 / len(idx)
+            for i, h in zip(idx, out):
+                hyps[i] = h
+                times[i] = per_sentence
+            bar.update(len(idx))
     bar.close()
     return hyps, times
 

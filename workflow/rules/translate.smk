@@ -10,6 +10,8 @@ def translate_options(wildcards):
         opts.append("--length-norm")
     if d.cuda_graphs:
         opts.append("--cuda-graphs")
+    if d.tf32:
+        opts.append("--tf32")
     if tau is not None:
         opts += ["--tau", str(tau)]
     if d.unk_replace and dictionary() is not None:
