@@ -171,17 +171,11 @@ def candidates(lp: Tensor, scores: Tensor, A: int, width: int, K: int, ev: Tenso
     then flat indices row·V + token, best first), then each row's ``<eos>`` log-probability (for
     the length limit) and its score evaluations (zeros without attention)."""
     V = lp.shape[-1]
-    # Two stages give the candidates of one topk over each sentence's width·V totals: a row's
-    # score is one constant added to all its log-probabilities, so a row's 2K best totals are its
-    # 2K best log-probabilities, and the sentence's 2K best are among its rows'. Totals are then
-    # summed for 2K entries a row, not V. On a GPU the first topk spreads over A·width rows instead
-    # of A very long ones (at paper scale and batch 30, 30 rows of 600K values); on one CPU thread
-    # it saves the pass that summed every total.
-    k1 = min(2 * K, V)
-    row_lp, row_tok = lp.topk(k1, dim=1)  # (A·width, k1), sorted
-    total = (scores.reshape(A * width, 1) + row_lp).view(A, width * k1)
-    top_scores, pos = total.topk(min(2 * K, width * k1), dim=1)  # sorted
-    top_idx = row_tok.view(A, width * k1).gather(1, pos) + torch.div(pos, k1, rounding_mode="floor") * V
+    # One topk over each sentence's width·V totals. Two stages (each row's 2K best, then the
+    # sentence's) select the same candidates but measured no faster on an H100 and slower on a
+    # CPU below about 10K target words (benchmarks/RESULTS.md, G5).
+    total = (scores.unsqueeze(2) + lp.view(A, width, V)).view(A, width * V)
+    top_scores, top_idx = total.topk(min(2 * K, width * V), dim=1)  # sorted
     counts = ev.view(A, width).double() if ev is not None else lp.new_zeros(A, width, dtype=torch.float64)
     return torch.cat([top_scores.double(), top_idx.double(), lp[:, EOS_ID].view(A, width).double(), counts], 1)
 
