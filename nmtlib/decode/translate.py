@@ -82,11 +82,8 @@ def decode_data(
     for model in models:
         model.set_tau(opts.tau)
     ensemble = Ensemble(models)
-    graphs = None
-    if opts.cuda_graphs and device.type == "cuda" and not opts.greedy:
-        graphs = GraphedSteps(ensemble)
-        if not graphs.supported:  # a step reads values on the host (e.g. FlexibleAttention.host_bounds)
-            graphs = None
+    # steps that read values on the host (FlexibleAttention.host_bounds) run eagerly: GraphedSteps.search
+    graphs = GraphedSteps(ensemble) if opts.cuda_graphs and device.type == "cuda" and not opts.greedy else None
     order = sorted(range(len(data)), key=lambda i: (len(data.src[i]), i))
     hyps: list[Hypothesis] = [None] * len(data)  # type: ignore[list-item]
     times = [0.0] * len(data)
