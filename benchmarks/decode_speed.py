@@ -60,6 +60,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--corpus-size", type=int, default=20000, help="synthetic training sentences")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--cuda-graphs", action="store_true", help="replay beam-search steps as CUDA graphs (decode.cuda_graphs)")
+    p.add_argument("--in-flight", type=int, default=1, metavar="N",
+                   help="decode N batches at once, their steps interleaved (decode.in_flight; CUDA only)")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads on CPU (default 1)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
@@ -195,7 +197,7 @@ def main(argv=None) -> int:
                     settings.append({"arch": arch, "record": record, "flexible": flexible, "gate": gate,
                                      "tau": tau, "layout": layout, "beam": beam, "bs": bs, "model": model, "decoded": decoded,
                                      "opts": DecodeOptions(beam=beam, batch_size=bs, max_len_ratio=ratio, tau=tau,
-                                                           cuda_graphs=args.cuda_graphs),
+                                                           cuda_graphs=args.cuda_graphs, in_flight=args.in_flight),
                                      "times": []})
     def use_layout(st) -> None:
         att = st["model"].decoder.attention

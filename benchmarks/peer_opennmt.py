@@ -94,6 +94,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--tf32", action="store_true",
                    help="decoding's float32 matrix products in TF32 on both sides: ours decode.tf32, the peer's through "
                         "PyTorch's TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (CUDA only)")
+    p.add_argument("--in-flight", type=int, default=1, metavar="N",
+                   help="ours: decode N batches at once, their steps interleaved (decode.in_flight; CUDA only)")
     p.add_argument("--peer-dtype", choices=["fp32", "fp16"], default="fp32",
                    help="the peer's model_dtype (fp16: its mixed precision; CUDA only)")
     p.add_argument("--peer", type=Path, default=Path(os.environ.get("PEER", DEFAULT_PEER)),
@@ -254,7 +256,7 @@ def worker_decode(spec: dict) -> dict:
     data = ParallelData.load(spec["test_src"], None, src_vocab, tgt_vocab)
     L = spec["decode_length"]
     opts = DecodeOptions(beam=spec["beam"], batch_size=spec["decode_batch"], max_len_ratio=float(L),
-                         cuda_graphs=spec["cuda_graphs"], tf32=spec["tf32"])
+                         cuda_graphs=spec["cuda_graphs"], tf32=spec["tf32"], in_flight=spec["in_flight"])
     if device.type == "cuda":  # untimed warm-up: CUDA context, cuBLAS handles, allocator
         decode_data([bc.ForcedLength(model, L)], ParallelData(data.src[: 2 * opts.batch_size], None), opts, device)
     bc.sync(device)  # the GPU peak counts the warm-up too, as the peer's counts its whole process
@@ -445,7 +447,7 @@ def main(argv=None) -> int:
             "steps": args.train_steps, "report_every": args.report_every, "vocab_total": vocab_total,
             "train_src": paths["train.en"], "train_tgt": paths["train.ja"], "test_src": str(test_src),
             "model_out": str(work / "ours_model.pt"), "decode_length": decode_length, "device": args.device,
-            "bf16": args.bf16, "cuda_graphs": args.cuda_graphs, "tf32": args.tf32}
+            "bf16": args.bf16, "cuda_graphs": args.cuda_graphs, "tf32": args.tf32, "in_flight": args.in_flight}
 
     info = bc.machine_info(args.threads if args.device == "cpu" else None, args.device)
     info["peer"] = f"OpenNMT-py {peer_version[0]} (torch {peer_version[1]})" if len(peer_version) == 2 else "OpenNMT-py"
@@ -454,7 +456,8 @@ def main(argv=None) -> int:
     print(f"model: {ARCH}, scale {args.scale} ({scale.layers}x{scale.hidden}, emb {scale.embedding}), batch {batch}, "
           f"dropout {args.dropout}, SGD lr 1 clip 5; {args.train_steps} steps, timed after step {args.report_every}")
     print(f"device {args.device}; ours: {'bf16 autocast' if args.bf16 else 'fp32'}"
-          f"{', CUDA graphs' if args.cuda_graphs else ''}; peer: model_dtype {args.peer_dtype}"
+          f"{', CUDA graphs' if args.cuda_graphs else ''}"
+          f"{f', {args.in_flight} decode batches in flight' if args.in_flight > 1 else ''}; peer: model_dtype {args.peer_dtype}"
           f"{'; decoding in TF32 on both sides' if args.tf32 else ''}")
 
     # vocabularies: the peer's from onmt_build_vocab (small) or written by us, padded (paper)

@@ -77,6 +77,7 @@ class DecodeConfig:
     taus: tuple[float, ...] = ()  #: Flexible Attention thresholds to decode with (besides τ = ∞)
     cuda_graphs: bool = False  #: replay beam-search steps as CUDA graphs (CUDA only; see nmtlib.decode.graphs)
     tf32: bool = False  #: float32 matrix products in TF32 on CUDA (see nmtlib.decode.translate.matmul_precision)
+    in_flight: int = 1  #: batches decoded at once on CUDA, their steps interleaved (see nmtlib.decode.interleave)
 
 
 #: paper architectures: defaults a variant starts from

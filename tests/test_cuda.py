@@ -246,6 +246,43 @@ def test_graphed_decoding_of_a_file_equals_eager():
             assert [h.score for h in eager] == pytest.approx([h.score for h in graphed], abs=1e-4)
 
 
+@needs_cuda
+def test_a_pending_step_is_read_without_waiting_for_work_queued_after_it():
+    """What ``decode.in_flight`` rests on: reading a step's candidates waits for that step only,
+    so the host can do its bookkeeping while the GPU runs another search's step."""
+    from nmtlib.decode.beam import PendingStep
+
+    packed = torch.arange(12, dtype=torch.float64, device="cuda").view(3, 4)
+    pending = PendingStep(packed * 2, None)
+    a = torch.randn(8192, 8192, device="cuda")
+    for _ in range(20):  # about a second of queued work
+        a = a @ a / 8192
+    host, _ = pending.result()
+    assert not torch.cuda.current_stream().query()  # the later work is still running
+    assert host == (torch.arange(12, dtype=torch.float64).view(3, 4) * 2).tolist()
+    torch.cuda.synchronize()
+
+
+@needs_cuda
+def test_decoding_with_batches_in_flight_equals_one_at_a_time():
+    """``decode.in_flight``: three batches interleaved on the GPU, graphed or eager, Flexible
+    Attention with τ included, translate as one batch at a time does."""
+    from nmtlib.decode.translate import DecodeOptions, decode_data
+
+    from test_decode_graphs import model_of, sentences
+
+    data = sentences(16)
+    for name, tau in [("global-general-feed", None), ("local-m-general-feed", None), ("shu-flexible", 1.2)]:
+        model = model_of(name, device="cuda")
+        one, _ = decode_data([model], data, DecodeOptions(beam=5, batch_size=3, tau=tau), torch.device("cuda"))
+        for graphs in (False, True):
+            opts = DecodeOptions(beam=5, batch_size=3, tau=tau, cuda_graphs=graphs, in_flight=3)
+            three, times = decode_data([model], data, opts, torch.device("cuda"))
+            assert [h.tokens for h in one] == [h.tokens for h in three]
+            assert [h.score for h in one] == pytest.approx([h.score for h in three], abs=1e-4)
+            assert all(t > 0 for t in times)
+
+
 class _PrecisionProbe:
     """A model that records the float32 matrix-product precision at each decoder step."""
 

@@ -78,7 +78,7 @@ def test_slots_are_bounded_least_recently_used_first_out():
         beam_search(ensemble, collate(data, [i]), beam=2, max_len_ratio=1.0, graphs=graphs)
     assert len(graphs.slots) == 2
     last_length = len(data.src[5])
-    assert all(key[2] == last_length for key in graphs.slots)  # the last sentence's two shapes (1 and 2 rows)
+    assert all(key[3] == last_length for key in graphs.slots)  # the last sentence's two shapes (1 and 2 rows)
 
 
 def test_flexible_attention_with_a_threshold_is_searched_eagerly():

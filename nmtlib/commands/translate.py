@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="on CUDA, replay each beam-search step as a CUDA graph recorded per shape (same results)")
     p.add_argument("--tf32", action="store_true",
                    help="on CUDA, float32 matrix products in TF32 (faster; inputs rounded to 10 mantissa bits)")
+    p.add_argument("--in-flight", type=int, default=1, metavar="N",
+                   help="on CUDA, decode N batches at once, one's host bookkeeping overlapping another's GPU step "
+                        "(same translations)")
     p.add_argument("--summary", type=Path, default=None, help="also write the JSON summary here")
     p.add_argument("--threads", type=int, default=None,
                    help="CPU threads for PyTorch (default: all cores; the workflow passes its rule's threads)")
@@ -48,9 +51,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.beam < 1:
         raise NmtlibError(f"--beam must be at least 1, got {args.beam}")
+    if args.in_flight < 1:
+        raise NmtlibError(f"--in-flight must be at least 1, got {args.in_flight}")
     torch.set_grad_enabled(False)
     opts = DecodeOptions(args.beam, args.max_len_ratio, args.length_norm, args.batch_size, args.tau, args.greedy,
-                         args.cuda_graphs, args.tf32)
+                         args.cuda_graphs, args.tf32, args.in_flight)
     try:
         dictionary = load_dictionary(args.dict) if args.dict else None
         result = translate_file(args.model, args.src, args.src_vocab, args.tgt_vocab, args.out_prefix, opts,
@@ -60,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     result["tau"] = args.tau
     result["beam"] = args.beam
     result["tf32"] = args.tf32
+    result["in_flight"] = args.in_flight
     if args.summary:
         args.summary.parent.mkdir(parents=True, exist_ok=True)
         args.summary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

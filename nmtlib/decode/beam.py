@@ -18,13 +18,20 @@ The search's decisions run in Python on host lists. The device work of a step (t
 step, the top 2K expansions per sentence, packed by :func:`candidates` for one transfer) sits
 behind :class:`EagerSteps`, which :class:`nmtlib.decode.graphs.GraphedSearch` replaces with
 CUDA-graph replays (``decode.cuda_graphs``).
+
+Each search is written as a generator (:func:`beam_search_steps`, :func:`greedy_search_steps`)
+that yields once per step, after launching the step's device work and before reading it: a
+driver can then run another search's bookkeeping while the device computes
+(:mod:`nmtlib.decode.interleave`, ``decode.in_flight``). :func:`beam_search` and
+:func:`greedy_search` run one to its end.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import torch
@@ -36,6 +43,53 @@ from nmtlib.models.seq2seq import Seq2Seq
 
 if TYPE_CHECKING:
     from nmtlib.decode.graphs import GraphedSteps
+
+
+T = TypeVar("T")
+
+#: a search as a generator: yields after launching each step's device work, returns its result
+Search = Generator[None, None, T]
+
+
+def run_to_end(search: Search[T]) -> T:
+    """The result of ``search``, run without interruption."""
+    while True:
+        try:
+            next(search)
+        except StopIteration as stop:
+            return stop.value
+
+
+def to_device(host: Tensor, device: torch.device) -> Tensor:
+    """``host`` on ``device`` without waiting for the device's queued work: on CUDA through pinned
+    memory (a copy from pageable memory may wait for the stream), elsewhere as it is."""
+    if device.type != "cuda":
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)
+
+
+class PendingStep:
+    """A step's host rows (a float64 matrix) and attention weights on their way to the host.
+
+    On CUDA the rows are copied to pinned memory behind an event, so :meth:`result` waits for
+    this step's work only, not for work queued after it (another search's step, with
+    ``decode.in_flight`` > 1). ``.tolist()`` on the device tensor would wait for the whole stream."""
+
+    def __init__(self, packed: Tensor, weights: Tensor | None) -> None:
+        self.weights = weights
+        self.event: torch.cuda.Event | None = None
+        if packed.is_cuda:
+            self.host = torch.empty(packed.shape, dtype=packed.dtype, pin_memory=True)
+            self.host.copy_(packed, non_blocking=True)
+            self.event = torch.cuda.Event()
+            self.event.record()
+        else:
+            self.host = packed
+
+    def result(self) -> tuple[list[list[float]], Tensor | None]:
+        if self.event is not None:
+            self.event.synchronize()
+        return self.host.tolist(), self.weights
 
 
 @dataclass
@@ -117,9 +171,14 @@ def max_lengths(src_lengths: Tensor, ratio: float) -> list[int]:
     return [int(math.ceil(ratio * int(n))) + 10 for n in src_lengths]
 
 
-@torch.no_grad()
 def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) -> list[Hypothesis]:
     """Argmax decoding; the reference beam search must agree with it at beam size 1."""
+    return run_to_end(greedy_search_steps(ensemble, batch, max_len_ratio))
+
+
+@torch.no_grad()  # on a generator: no gradients while it runs, whoever resumes it
+def greedy_search_steps(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) -> Search[list[Hypothesis]]:
+    """:func:`greedy_search` as a generator that yields once per step (module docstring)."""
     B = batch.src.shape[0]
     limits = max_lengths(batch.src_lengths, max_len_ratio)
     states = ensemble.start(batch)
@@ -139,7 +198,9 @@ def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) 
         if ev is not None:
             cols.append(ev.double())
             weights.append(w)
-        host = torch.stack(cols, 1).tolist()
+        pending = PendingStep(torch.stack(cols, 1), None)
+        yield
+        host, _ = pending.result()
         for b in range(B):
             if done[b]:
                 continue
@@ -183,10 +244,10 @@ def candidates(lp: Tensor, scores: Tensor, A: int, width: int, K: int, ev: Tenso
 class EagerSteps:
     """The decoder steps of one batch's search, each run as it comes.
 
-    :meth:`step` returns the host rows of :func:`candidates` and the step's attention weights;
-    :meth:`advance` takes the next step's rows: the previous row each one extends, its token and
-    its score, and the rows of the encodings when the batch's sentences or rows per sentence
-    change. :class:`nmtlib.decode.graphs.GraphedSearch` replays the same steps as CUDA graphs."""
+    :meth:`step` launches a step and returns its :class:`PendingStep`: the host rows of
+    :func:`candidates` and the step's attention weights. :meth:`advance` takes the next step's
+    rows: the previous row each one extends, its token and its score, and the rows of the
+    encodings when the batch's sentences or rows per sentence change. :class:`nmtlib.decode.graphs.GraphedSearch` replays the same steps as CUDA graphs."""
 
     def __init__(self, ensemble: Ensemble, batch: Batch) -> None:
         self.ensemble = ensemble
@@ -200,29 +261,39 @@ class EagerSteps:
         self.y = torch.full((B,), BOS_ID, dtype=torch.long, device=self.device)
         self.scores = torch.zeros(B, 1, device=self.device)
 
-    def step(self, t: int, A: int, width: int, K: int) -> tuple[list[list[float]], Tensor | None]:
+    def step(self, t: int, A: int, width: int, K: int) -> PendingStep:
         lp, self.states, w, ev = self.ensemble.step(self.y, self.states)
         self.vocab_size = lp.shape[-1]
-        return candidates(lp, self.scores, A, width, K, ev).tolist(), w  # one transfer
+        return PendingStep(candidates(lp, self.scores, A, width, K, ev), w)  # one transfer
 
     def advance(self, rows: list[int], tokens: list[int], scores: list[float], memory_rows: list[int] | None,
                 A: int, K: int) -> None:
-        moved = torch.tensor([rows, tokens], dtype=torch.long).to(self.device, non_blocking=True)
-        self.scores = torch.tensor(scores, dtype=torch.float32).view(A, K).to(self.device, non_blocking=True)
+        moved = to_device(torch.tensor([rows, tokens], dtype=torch.long), self.device)
+        self.scores = to_device(torch.tensor(scores, dtype=torch.float32).view(A, K), self.device)
         self.reorder(moved[0], memory_rows)
         self.y = moved[1]
 
     def reorder(self, rows: Tensor, memory_rows: list[int] | None) -> None:
-        mem = None if memory_rows is None else torch.tensor(memory_rows).to(self.device, non_blocking=True)
+        mem = None if memory_rows is None else to_device(torch.tensor(memory_rows), self.device)
         self.states = self.ensemble.reorder(self.states, rows, mem)
 
 
-@torch.no_grad()
 def beam_search(
     ensemble: Ensemble, batch: Batch, beam: int = 12, max_len_ratio: float = 2.0, length_norm: bool = False,
     graphs: GraphedSteps | None = None,
 ) -> list[Hypothesis]:
-    """Best hypothesis per sentence of ``batch`` (see the module docstring).
+    """Best hypothesis per sentence of ``batch`` (see the module docstring and
+    :func:`beam_search_steps`)."""
+    return run_to_end(beam_search_steps(ensemble, batch, beam, max_len_ratio, length_norm, graphs))
+
+
+@torch.no_grad()  # on a generator: no gradients while it runs, whoever resumes it
+def beam_search_steps(
+    ensemble: Ensemble, batch: Batch, beam: int = 12, max_len_ratio: float = 2.0, length_norm: bool = False,
+    graphs: GraphedSteps | None = None, lane: int = 0,
+) -> Search[list[Hypothesis]]:
+    """Best hypothesis per sentence of ``batch``, as a generator that yields once per step, after
+    launching the step's device work and before reading it (module docstring).
 
     Work is spent only where hypotheses can differ: step 0 runs one row per sentence (all K
     hypotheses are the empty prefix), and a sentence leaves the batch once it is done, so the
@@ -233,12 +304,13 @@ def beam_search(
     tiny device operation per hypothesis (which dominated on GPUs).
 
     ``graphs``: replay the steps as CUDA graphs recorded per shape (:mod:`nmtlib.decode.graphs`;
-    ``decode.cuda_graphs``); the same search and the same results."""
+    ``decode.cuda_graphs``); the same search and the same results. Searches that are in flight
+    at the same time need different ``lane`` numbers: each lane has its own graphs' buffers."""
     B, K = batch.src.shape[0], beam
     limits = max_lengths(batch.src_lengths, max_len_ratio)
     if graphs is not None and graphs.ensemble is not ensemble:
         raise ValueError("beam_search: `graphs` were made for another ensemble")
-    steps = graphs.search(batch) if graphs is not None else EagerSteps(ensemble, batch)
+    steps = graphs.search(batch, lane) if graphs is not None else EagerSteps(ensemble, batch)
     NEG = float("-inf")
     active = list(range(B))  # sentences still decoded, in row order
     width = 1  # rows per active sentence: 1 at step 0, then K
@@ -251,7 +323,9 @@ def beam_search(
     sent = [_SentenceState() for _ in range(B)]
 
     for t in range(max(limits)):
-        host, w = steps.step(t, len(active), width, K)
+        pending = steps.step(t, len(active), width, K)
+        yield  # the device computes the step; another search may do its bookkeeping meanwhile
+        host, w = pending.result()
         V = steps.vocab_size
         n_top = min(2 * K, width * V)
         weights.append(w)

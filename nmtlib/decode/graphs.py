@@ -16,7 +16,9 @@ a :class:`_Slot` of static buffers: the inputs (backpointers, tokens, scores), t
 the decoder states; its graphs read the states from the slot and write the next states back.
 When the batch's sentences change (step 0's one row per sentence becomes K, or a sentence
 finishes), the states are reordered eagerly and copied into the slot of the new shape. Slots are
-kept across the batches of a decode, up to ``max_shapes``, least recently used first out.
+kept across the batches of a decode, up to ``max_shapes``, least recently used first out. Searches
+in flight at the same time (``decode.in_flight``, :mod:`nmtlib.decode.interleave`) have a lane
+number each, and each lane its own slots, so no search's states overwrite another's.
 
 A step whose operations depend on the step index (``local-m``'s p_t = t, or a wrapper that
 forces the output length) gets one graph per :meth:`~nmtlib.decode.beam.Ensemble.graph_key`.
@@ -26,10 +28,10 @@ default). Such searches run eagerly.
 
 All graphs share one memory pool, so they hold about one step's temporaries, not one set per
 graph (a paper-scale step at beam 12 × batch 64 needs about 0.5 GB: its (768, 50K) logits,
-log-probabilities and totals). That is safe because graphs never run concurrently and each
-replay's outputs (the packed candidates, the attention weights) are read or copied before the
-next replay: a later replay of another graph may overwrite them, never the states, which live
-in the slots' buffers outside the pool.
+log-probabilities and totals). That is safe because the graphs replay one after another on one
+stream, and each replay's outputs (the packed candidates, the attention weights) are copied out
+by work queued right behind it, before any other replay: a later replay may overwrite the
+outputs, never the states, which live in the slots' buffers outside the pool.
 
 A step is recorded at the second use of its shape and key (``record_after``), and the first
 use runs the same function eagerly: at batch 30 with every sentence's shape new, recording at
@@ -49,7 +51,7 @@ from torch import Tensor
 
 from nmtlib.data.batching import Batch
 from nmtlib.data.vocab import BOS_ID
-from nmtlib.decode.beam import EagerSteps, Ensemble, candidates
+from nmtlib.decode.beam import EagerSteps, Ensemble, PendingStep, candidates, to_device
 
 
 def _map(obj: Any, fn: Callable[[Tensor], Tensor]) -> Any:
@@ -100,8 +102,7 @@ class _Slot:
             _copy(ds, ss)
 
     def set_inputs(self, rows: list[int], tokens: list[int], scores: list[float]) -> None:
-        host = torch.tensor(rows + tokens + scores, dtype=torch.float64)
-        self.inputs.copy_(host, non_blocking=True)
+        self.inputs.copy_(to_device(torch.tensor(rows + tokens + scores, dtype=torch.float64), self.inputs.device))
 
 
 class GraphedSteps:
@@ -120,7 +121,7 @@ class GraphedSteps:
         self.record = record
         self.max_shapes = max_shapes
         self.record_after = record_after
-        self.slots: OrderedDict[tuple[int, int, int], _Slot] = OrderedDict()
+        self.slots: OrderedDict[tuple[int, int, int, int], _Slot] = OrderedDict()
         self.stream = torch.cuda.Stream() if record else None
         self.pool = torch.cuda.graph_pool_handle() if record else None  # shared (module docstring)
         self.recorded = 0  #: graphs recorded
@@ -131,13 +132,14 @@ class GraphedSteps:
         """Whether the ensemble's steps can be recorded (see the module docstring)."""
         return self.ensemble.graph_key(0) is not None
 
-    def search(self, batch: Batch) -> EagerSteps:
-        """The steps of one batch's search: graphed where supported, else eager."""
-        return GraphedSearch(self, batch) if self.supported else EagerSteps(self.ensemble, batch)
+    def search(self, batch: Batch, lane: int = 0) -> EagerSteps:
+        """The steps of one batch's search: graphed where supported, else eager. Searches in
+        flight at the same time (``decode.in_flight``) use different ``lane`` numbers."""
+        return GraphedSearch(self, batch, lane) if self.supported else EagerSteps(self.ensemble, batch)
 
-    def slot(self, states: list, A: int, width: int) -> _Slot:
-        """The slot of this shape, holding a copy of ``states``."""
-        key = (A, width, states[0][0].values.shape[1])
+    def slot(self, states: list, A: int, width: int, lane: int = 0) -> _Slot:
+        """The slot of this shape in ``lane``, holding a copy of ``states``."""
+        key = (lane, A, width, states[0][0].values.shape[1])
         slot = self.slots.pop(key, None)
         if slot is None:
             slot = _Slot(states, A, width)
@@ -162,7 +164,7 @@ class GraphedSteps:
             _copy(static, new)
         return packed, w
 
-    def run(self, slot: _Slot, t: int, K: int) -> tuple[list[list[float]], Tensor | None]:
+    def run(self, slot: _Slot, t: int, K: int) -> PendingStep:
         """Step ``t`` on ``slot``: the host rows of the candidates and the step's attention weights."""
         for _, s in slot.states:
             s.t = t
@@ -171,8 +173,7 @@ class GraphedSteps:
         if entry is None:
             slot.uses[key] = uses = slot.uses.get(key, 0) + 1
             if not self.record or uses < self.record_after:
-                packed, w = self._step(slot, K)
-                return packed.tolist(), w
+                return PendingStep(*self._step(slot, K))
             # the real step, eagerly on the capture stream (its warm-up), then the recording,
             # which runs nothing: the states the step just wrote stay as they are
             current, side = torch.cuda.current_stream(), self.stream
@@ -189,39 +190,41 @@ class GraphedSteps:
             current.wait_stream(side)
             slot.graphs[key] = graph, outputs
             self.recorded += 1
-            return packed.tolist(), w
+            return PendingStep(packed, w)
         graph, (packed, w) = entry
         graph.replay()
         self.replayed += 1
-        w = None if w is None else w.clone()  # the next replay overwrites the graph's own
-        return packed.tolist(), w
+        # copied behind the replay, before anything queued later (another lane's replay, which
+        # may reuse the pool's memory) can overwrite the graph's own outputs
+        return PendingStep(packed, None if w is None else w.clone())
 
 
 class GraphedSearch(EagerSteps):
     """One batch's steps, replayed from :class:`GraphedSteps`' graphs."""
 
-    def __init__(self, graphs: GraphedSteps, batch: Batch) -> None:
+    def __init__(self, graphs: GraphedSteps, batch: Batch, lane: int = 0) -> None:
         self.graphs = graphs
+        self.lane = lane
         super().__init__(graphs.ensemble, batch)
 
     def begin(self, B: int) -> None:
         """Step 0's inputs, in the slot of one row per sentence."""
-        self.slot = self.graphs.slot(self.states, B, 1)
+        self.slot = self.graphs.slot(self.states, B, 1, self.lane)
         self.states = self.slot.states
         self.slot.set_inputs(list(range(B)), [BOS_ID] * B, [0.0] * B)
 
-    def step(self, t: int, A: int, width: int, K: int) -> tuple[list[list[float]], Tensor | None]:
+    def step(self, t: int, A: int, width: int, K: int) -> PendingStep:
         assert (A, width) == (self.slot.A, self.slot.width)
-        host, w = self.graphs.run(self.slot, t, K)
+        pending = self.graphs.run(self.slot, t, K)
         self.vocab_size = self.slot.vocab_size
-        return host, w
+        return pending
 
     def advance(self, rows: list[int], tokens: list[int], scores: list[float], memory_rows: list[int] | None,
                 A: int, K: int) -> None:
         if memory_rows is not None:
             # new sentences or rows per sentence: reorder eagerly into the slot of the new shape
-            self.reorder(torch.tensor(rows).to(self.device, non_blocking=True), memory_rows)
-            self.slot = self.graphs.slot(self.states, A, K)
+            self.reorder(to_device(torch.tensor(rows), self.device), memory_rows)
+            self.slot = self.graphs.slot(self.states, A, K, self.lane)
             self.states = self.slot.states
             rows = list(range(A * K))
         self.slot.set_inputs(rows, tokens, scores)

@@ -6,7 +6,8 @@ Outputs:
 - ``<out>.txt``: one translation per line, ``<unk>`` kept (the "before unk replacement" score);
 - ``<out>.unk.txt``: the same after unknown-word replacement;
 - ``<out>.jsonl``: per sentence ``id``, ``score``, ``length``, ``time_ms`` (wall time of the
-  sentence's batch divided by its size: exact with ``batch_size`` 1), ``scores_computed`` and
+  sentence's batch divided by its size: exact with ``batch_size`` 1; with ``in_flight`` > 1 the
+  batch's share of the wall time, :func:`nmtlib.decode.interleave.interleave`), ``scores_computed`` and
   ``avg_window`` (score evaluations per step averaged over beam hypotheses, Shu & Nakayama §5).
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +27,9 @@ from nmtlib.atomic import write_lines
 from nmtlib.config import ModelConfig
 from nmtlib.data.batching import ParallelData, collate, read_lines
 from nmtlib.data.vocab import EOS_ID, Vocabulary
-from nmtlib.decode.beam import Ensemble, Hypothesis, beam_search, greedy_search
+from nmtlib.decode.beam import Ensemble, Hypothesis, Search, beam_search_steps, greedy_search_steps
 from nmtlib.decode.graphs import GraphedSteps
+from nmtlib.decode.interleave import interleave
 from nmtlib.decode.unk import replace_unknowns
 from nmtlib.models.builder import build_model
 from nmtlib.models.seq2seq import Seq2Seq
@@ -53,6 +54,7 @@ class DecodeOptions:
     greedy: bool = False  #: use the plain argmax decoder (identical to beam 1)
     cuda_graphs: bool = False  #: replay beam-search steps as CUDA graphs (CUDA only; nmtlib.decode.graphs)
     tf32: bool = False  #: float32 matrix products in TF32 on CUDA (:func:`matmul_precision`)
+    in_flight: int = 1  #: batches decoded at once on CUDA, their steps interleaved (nmtlib.decode.interleave)
 
 
 @contextlib.contextmanager
@@ -78,28 +80,34 @@ def matmul_precision(tf32: bool, device: torch.device) -> Iterator[None]:
 def decode_data(
     models: list[Seq2Seq], data: ParallelData, opts: DecodeOptions, device: torch.device, progress: bool = False
 ) -> tuple[list[Hypothesis], list[float]]:
-    """Hypotheses and per-sentence time (ms) in the data's order."""
+    """Hypotheses and per-sentence time (ms) in the data's order.
+
+    On CUDA, ``opts.in_flight`` batches are decoded at once, each one's host bookkeeping running
+    while the GPU computes another's step; on a CPU there is nothing to overlap, so one."""
+    if opts.in_flight < 1:
+        raise ValueError(f"decode in_flight must be at least 1, got {opts.in_flight}")
     for model in models:
         model.set_tau(opts.tau)
     ensemble = Ensemble(models)
     # steps that read values on the host (FlexibleAttention.host_bounds) run eagerly: GraphedSteps.search
     graphs = GraphedSteps(ensemble) if opts.cuda_graphs and device.type == "cuda" and not opts.greedy else None
     order = sorted(range(len(data)), key=lambda i: (len(data.src[i]), i))
+    batches = [order[start : start + opts.batch_size] for start in range(0, len(order), opts.batch_size)]
+
+    def search(idx: list[int], lane: int) -> Search[list[Hypothesis]]:
+        batch = collate(data, idx).to(device)
+        if opts.greedy:
+            return greedy_search_steps(ensemble, batch, opts.max_len_ratio)
+        return beam_search_steps(ensemble, batch, opts.beam, opts.max_len_ratio, opts.length_norm, graphs, lane)
+
     hyps: list[Hypothesis] = [None] * len(data)  # type: ignore[list-item]
     times = [0.0] * len(data)
     bar = tqdm(total=len(data), unit="sent", desc="translate", disable=not progress)
+    in_flight = opts.in_flight if device.type == "cuda" else 1
     with matmul_precision(opts.tf32, device):
-        for start in range(0, len(order), opts.batch_size):
-            idx = order[start : start + opts.batch_size]
-            batch = collate(data, idx).to(device)
-            t0 = time.perf_counter()
-            if opts.greedy:
-                out = greedy_search(ensemble, batch, opts.max_len_ratio)
-            else:
-                out = beam_search(ensemble, batch, opts.beam, opts.max_len_ratio, opts.length_norm, graphs)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            per_sentence = (time.perf_counter() - t0) * 1000 / len(idx)
+        # a search's last step is read on the host, so its seconds include all its device work
+        for idx, out, seconds in interleave(batches, search, in_flight):
+            per_sentence = seconds * 1000 / len(idx)
             for i, h in zip(idx, out):
                 hyps[i] = h
                 times[i] = per_sentence

@@ -12,6 +12,8 @@ def translate_options(wildcards):
         opts.append("--cuda-graphs")
     if d.tf32:
         opts.append("--tf32")
+    if d.in_flight > 1:
+        opts += ["--in-flight", str(d.in_flight)]
     if tau is not None:
         opts += ["--tau", str(tau)]
     if d.unk_replace and dictionary() is not None:
