@@ -17,11 +17,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from nmtlib.decode.beam import Search
 
 T = TypeVar("T")
+
+
+@dataclass
+class _InFlight(Generic[T]):
+    task: T
+    lane: int
+    search: Search[Any]
+    seconds: float  #: wall time of this task's own resumes so far
 
 
 def interleave(tasks: Iterable[T], start: Callable[[T, int], Search[Any]], in_flight: int = 1,
@@ -36,28 +45,25 @@ def interleave(tasks: Iterable[T], start: Callable[[T, int], Search[Any]], in_fl
     if in_flight < 1:
         raise ValueError(f"in_flight must be at least 1, got {in_flight}")
     queue = iter(tasks)
-    live: list[list[Any]] = []  # [task, lane, search, seconds]
+    live: list[_InFlight[T]] = []
     free = list(range(in_flight - 1, -1, -1))  # lanes, lowest first out
-    exhausted = False
     while True:
-        while not exhausted and free:
-            try:
-                task = next(queue)
-            except StopIteration:
-                exhausted = True
-                break
+        while free and (task := next(queue, _END)) is not _END:
             t0 = time.perf_counter()
             lane = free.pop()
-            live.append([task, lane, start(task, lane), time.perf_counter() - t0])
+            live.append(_InFlight(task, lane, start(task, lane), time.perf_counter() - t0))
         if not live:
             return
         for entry in list(live):
             t0 = time.perf_counter()
             try:
-                next(entry[2])
+                next(entry.search)
             except StopIteration as stop:
                 live.remove(entry)
-                free.append(entry[1])
-                yield entry[0], stop.value, entry[3] + time.perf_counter() - t0
+                free.append(entry.lane)
+                yield entry.task, stop.value, entry.seconds + time.perf_counter() - t0
             else:
-                entry[3] += time.perf_counter() - t0
+                entry.seconds += time.perf_counter() - t0
+
+
+_END: Any = object()  # the end of the task queue
