@@ -5,12 +5,12 @@ by the host's (Python bookkeeping that picks the next step's rows from those can
 one search at a time the two alternate, and each waits for the other: at paper scale, beam 12 ×
 batch 30 on an H100, a step was 2.29 ms of GPU work and then about 1.1 ms on the host
 (benchmarks/RESULTS.md, G5). Moving the choice of rows onto the device would restructure the
-search; running two searches at once needs no change to it. Each search is a generator that
+search; running two searches at once needs only a pause in it. Each search is a generator that
 yields after launching a step and before reading it (:func:`nmtlib.decode.beam.beam_search_steps`),
 so while the device computes one search's step, the host does another's bookkeeping.
 
-Every search decodes its own sentences exactly as alone; only the order of the device's work
-changes. On a CPU the device is the host, so there is nothing to overlap: one in flight.
+Every search runs the same operations on the same shapes as alone; only the order of the
+device's work changes. On a CPU the device is the host, so there is nothing to overlap: one in flight.
 """
 
 from __future__ import annotations
