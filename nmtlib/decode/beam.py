@@ -60,12 +60,15 @@ def run_to_end(search: Search[T]) -> T:
             return stop.value
 
 
+def pinned(host: Tensor, device: torch.device) -> Tensor:
+    """``host`` in pinned memory when it is bound for CUDA (a copy from pageable memory may wait
+    for the stream's queued work), else as it is."""
+    return host.pin_memory() if device.type == "cuda" else host
+
+
 def to_device(host: Tensor, device: torch.device) -> Tensor:
-    """``host`` on ``device`` without waiting for the device's queued work: on CUDA through pinned
-    memory (a copy from pageable memory may wait for the stream), elsewhere as it is."""
-    if device.type != "cuda":
-        return host.to(device)
-    return host.pin_memory().to(device, non_blocking=True)
+    """``host`` on ``device`` without waiting for the device's queued work."""
+    return pinned(host, device).to(device, non_blocking=True)
 
 
 class PendingStep:

@@ -51,7 +51,7 @@ from torch import Tensor
 
 from nmtlib.data.batching import Batch
 from nmtlib.data.vocab import BOS_ID
-from nmtlib.decode.beam import EagerSteps, Ensemble, PendingStep, candidates, to_device
+from nmtlib.decode.beam import EagerSteps, Ensemble, PendingStep, candidates, pinned, to_device
 
 
 def _map(obj: Any, fn: Callable[[Tensor], Tensor]) -> Any:
@@ -102,7 +102,8 @@ class _Slot:
             _copy(ds, ss)
 
     def set_inputs(self, rows: list[int], tokens: list[int], scores: list[float]) -> None:
-        self.inputs.copy_(to_device(torch.tensor(rows + tokens + scores, dtype=torch.float64), self.inputs.device))
+        host = torch.tensor(rows + tokens + scores, dtype=torch.float64)
+        self.inputs.copy_(pinned(host, self.inputs.device), non_blocking=True)  # one copy, straight into the slot
 
 
 class GraphedSteps:
