@@ -236,6 +236,15 @@ def test_registry_validation_names_the_key(spec: dict[str, Any], message: str) -
         load_registry(registry_for({"a": spec}))
 
 
+def test_registry_validation_names_the_data_set_key() -> None:
+    with pytest.raises(NmtlibError, match=r"datasets\.toy: unknown key\(s\) licens; valid: description, files"):
+        load_registry(registry_for({"a": {"url": "http://x/a"}}, licens="CC"))
+    with pytest.raises(NmtlibError, match=r"datasets\.toy: must be a mapping"):
+        load_registry({"datasets": {"toy": ["a"]}})
+    with pytest.raises(NmtlibError, match=r"toy\.files\.a: must be a mapping"):
+        load_registry({"datasets": {"toy": {"files": {"a": "http://x/a"}}}})
+
+
 def test_registry_file_errors_name_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "reg.yaml"
     bad.write_text("datasets:\n  toy:\n    files: [unclosed\n")
