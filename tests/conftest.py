@@ -30,6 +30,22 @@ def _find_shared() -> Path:
 
 SHARED = _find_shared()
 
+
+def shared_fixtures() -> Path:
+    """``shared/fixtures`` (the reference scorers' outputs); the calling test skips, naming the
+    folder, when it is absent."""
+    if (SHARED / "fixtures").is_dir():
+        return SHARED / "fixtures"
+    pytest.skip(f"shared fixtures not found in {SHARED} (set NMTLIB_SHARED)")
+
+
+#: the scorer fixtures' (folder, tokenized reference, system) triples for BLEU and RIBES
+SCORER_CASES = [
+    (folder, ref, system)
+    for folder, ref in (("bleu-ribes-de", "ref.tok.txt"), ("ribes-ja", "ref.txt"))
+    for system in ("noisy", "reordered", "short")
+]
+
 SMALL = {"embedding_size": 24, "hidden_size": 24}
 
 #: every architecture of the three papers at toy size (name → variant options)

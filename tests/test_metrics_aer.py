@@ -19,15 +19,13 @@ from nmtlib.metrics.aer import (
     score_aer_files,
 )
 
-from conftest import SHARED
+from conftest import shared_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _shared() -> Path:
-    if (SHARED / "fixtures").is_dir():
-        return SHARED
-    pytest.skip(f"shared fixtures not found in {SHARED} (set NMTLIB_SHARED)")
+    return shared_fixtures().parent
 
 
 @pytest.mark.parametrize("pair", ["enfr", "jaen"])

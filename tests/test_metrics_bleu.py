@@ -17,28 +17,14 @@ import sacrebleu
 from nmtlib.metrics import MetricInputError, read_lines
 from nmtlib.metrics.bleu import detok_bleu, tokenized_bleu, tokenized_bleu_files
 
-from conftest import SHARED
+from conftest import SCORER_CASES, shared_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _fixtures() -> Path:
-    if (SHARED / "fixtures").is_dir():
-        return SHARED / "fixtures"
-    pytest.skip(f"shared fixtures not found in {SHARED} (set NMTLIB_SHARED)")
-
-
-# (fixture folder, tokenized reference, system)
-CASES = [
-    (folder, ref, system)
-    for folder, ref in (("bleu-ribes-de", "ref.tok.txt"), ("ribes-ja", "ref.txt"))
-    for system in ("noisy", "reordered", "short")
-]
-
-
-@pytest.mark.parametrize(("folder", "ref", "system"), CASES)
+@pytest.mark.parametrize(("folder", "ref", "system"), SCORER_CASES)
 def test_matches_multi_bleu_perl_on_fixtures(folder: str, ref: str, system: str) -> None:
-    base = _fixtures() / folder
+    base = shared_fixtures() / folder
     expected = json.loads((base / "expected.json").read_text())["systems"][system]
     score = tokenized_bleu_files(str(base / expected["hyp"]), [str(base / ref)])
     mb = expected["multi_bleu"]
@@ -151,7 +137,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_tokenized_bleu() -> None:
-    base = _fixtures() / "bleu-ribes-de"
+    base = shared_fixtures() / "bleu-ribes-de"
     expected = json.loads((base / "expected.json").read_text())["systems"]["noisy"]
     run = _cli("bleu", "--tokenized", "--ref", str(base / "ref.tok.txt"),
                "--hyp", str(base / "hyp.noisy.tok.txt"))
@@ -164,7 +150,7 @@ def test_cli_tokenized_bleu() -> None:
 
 
 def test_cli_detok_bleu_and_line_count_error(tmp_path: Path) -> None:
-    base = _fixtures() / "bleu-ribes-de"
+    base = shared_fixtures() / "bleu-ribes-de"
     run = _cli("bleu", "--ref", str(base / "ref.txt"), "--hyp", str(base / "ref.txt"))
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.splitlines()[-1])

@@ -19,31 +19,18 @@ from nmtlib.metrics.ribes import (
     sentence_ribes,
 )
 
-from conftest import SHARED
+from conftest import SCORER_CASES, shared_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _fixtures() -> Path:
-    if (SHARED / "fixtures").is_dir():
-        return SHARED / "fixtures"
-    pytest.skip(f"shared fixtures not found in {SHARED} (set NMTLIB_SHARED)")
-
-
-CASES = [
-    (folder, ref, system)
-    for folder, ref in (("bleu-ribes-de", "ref.tok.txt"), ("ribes-ja", "ref.txt"))
-    for system in ("noisy", "reordered", "short")
-]
 
 
 def _six(x: float) -> str:
     return f"{x:.6f}"  # RIBES.py prints %.6f
 
 
-@pytest.mark.parametrize(("folder", "ref", "system"), CASES)
+@pytest.mark.parametrize(("folder", "ref", "system"), SCORER_CASES)
 def test_matches_ribes_py_on_fixtures(folder: str, ref: str, system: str) -> None:
-    base = _fixtures() / folder
+    base = shared_fixtures() / folder
     expected = json.loads((base / "expected.json").read_text())["systems"][system]
     hyp, ref_path = str(base / expected["hyp"]), [str(base / ref)]
 
@@ -148,7 +135,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_ribes() -> None:
-    base = _fixtures() / "ribes-ja"
+    base = shared_fixtures() / "ribes-ja"
     expected = json.loads((base / "expected.json").read_text())["systems"]["reordered"]
     ref, hyp = str(base / "ref.txt"), str(base / expected["hyp"])
 
