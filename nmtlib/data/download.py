@@ -145,14 +145,13 @@ _FILE_KEYS = {
 }
 
 
-def _mapping(raw: Any, allowed: set[str], where: str) -> Mapping:
-    """``raw``, checked to be a mapping whose keys are all in ``allowed``."""
+def _check_mapping(raw: Any, allowed: set[str], where: str) -> None:
+    """Fail, naming ``where``, unless ``raw`` is a mapping whose keys are all in ``allowed``."""
     if not isinstance(raw, Mapping):
         raise NmtlibError(f"{where}: must be a mapping")
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise NmtlibError(f"{where}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(allowed))}")
-    return raw
 
 
 def _safe_relpath(value: Any, where: str) -> str:
@@ -165,7 +164,7 @@ def _safe_relpath(value: Any, where: str) -> str:
 
 
 def _parse_entry(dataset: str, name: str, raw: Any, manual_ds: bool, where: str) -> FileEntry:
-    _mapping(raw, _FILE_KEYS, where)
+    _check_mapping(raw, _FILE_KEYS, where)
     for key in ("path", "sha256", "size"):
         if key not in raw:
             raise NmtlibError(f"{where}: missing key {key!r} (use null when unknown)")
@@ -233,7 +232,7 @@ def _parse_registry(data: Any, origin: str) -> Registry:
         where = f"{origin}: datasets.{ds_name}"
         if not isinstance(ds_name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", ds_name):
             raise NmtlibError(f"{where}: data set names are letters, digits, '_', '-', '.'")
-        _mapping(ds, _DATASET_KEYS, where)
+        _check_mapping(ds, _DATASET_KEYS, where)
         files_raw = ds.get("files")
         if not isinstance(files_raw, Mapping) or not files_raw:
             raise NmtlibError(f"{where}.files: expected a non-empty mapping")
