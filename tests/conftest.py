@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,13 @@ def shared_fixtures() -> Path:
     if (SHARED / "fixtures").is_dir():
         return SHARED / "fixtures"
     pytest.skip(f"shared fixtures not found in {SHARED} (set NMTLIB_SHARED)")
+
+
+def score_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m nmtlib score ARGS`` run from the checkout, as the workflow's rules call it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "nmtlib", "score", *args],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
 
 
 #: the scorer fixtures' (folder, tokenized reference, system) triples for BLEU and RIBES

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +16,7 @@ from nmtlib.metrics.aer import (
     score_aer_files,
 )
 
-from conftest import shared_fixtures
-
-REPO = Path(__file__).resolve().parents[1]
-
+from conftest import score_cli, shared_fixtures
 
 def _shared() -> Path:
     return shared_fixtures().parent
@@ -145,13 +139,8 @@ def test_cli_aer() -> None:
     shared = _shared()
     data = shared / "data" / "alignments"
     expected = json.loads((shared / "fixtures" / "aer-expected.json").read_text())["jaen"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    run = subprocess.run(
-        [sys.executable, "-m", "nmtlib", "score", "aer", "--gold", str(data / "jaen.gold"),
-         "--hyp", str(data / "jaen.awesome-align.out"), "--hyp-zero-based",
-         "--src-tgt", str(data / "jaen.src-tgt")],
-        capture_output=True, text=True, cwd=REPO, env=env, timeout=60,
-    )
+    run = score_cli("aer", "--gold", str(data / "jaen.gold"), "--hyp", str(data / "jaen.awesome-align.out"),
+                    "--hyp-zero-based", "--src-tgt", str(data / "jaen.src-tgt"))
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.splitlines()[-1])
     for key in ("aer", "precision", "recall"):

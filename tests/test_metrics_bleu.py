@@ -17,7 +17,7 @@ import sacrebleu
 from nmtlib.metrics import MetricInputError, read_lines
 from nmtlib.metrics.bleu import detok_bleu, tokenized_bleu, tokenized_bleu_files
 
-from conftest import SCORER_CASES, shared_fixtures
+from conftest import SCORER_CASES, score_cli, shared_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -128,18 +128,10 @@ def test_detok_bleu_is_sacrebleu_13a() -> None:
         detok_bleu(hyps, refs, tokenize="moses")
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "nmtlib", "score", *args],
-        capture_output=True, text=True, cwd=REPO, env=env, timeout=60,
-    )
-
-
 def test_cli_tokenized_bleu() -> None:
     base = shared_fixtures() / "bleu-ribes-de"
     expected = json.loads((base / "expected.json").read_text())["systems"]["noisy"]
-    run = _cli("bleu", "--tokenized", "--ref", str(base / "ref.tok.txt"),
+    run = score_cli("bleu", "--tokenized", "--ref", str(base / "ref.tok.txt"),
                "--hyp", str(base / "hyp.noisy.tok.txt"))
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
@@ -151,14 +143,14 @@ def test_cli_tokenized_bleu() -> None:
 
 def test_cli_detok_bleu_and_line_count_error(tmp_path: Path) -> None:
     base = shared_fixtures() / "bleu-ribes-de"
-    run = _cli("bleu", "--ref", str(base / "ref.txt"), "--hyp", str(base / "ref.txt"))
+    run = score_cli("bleu", "--ref", str(base / "ref.txt"), "--hyp", str(base / "ref.txt"))
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.splitlines()[-1])
     assert result["bleu"] == pytest.approx(100.0) and "tok:13a" in result["signature"]
 
     short = tmp_path / "short.txt"
     short.write_text("".join(line + "\n" for line in read_lines(base / "ref.tok.txt")[:399]))
-    run = _cli("bleu", "--tokenized", "--ref", str(base / "ref.tok.txt"), "--hyp", str(short))
+    run = score_cli("bleu", "--tokenized", "--ref", str(base / "ref.tok.txt"), "--hyp", str(short))
     assert run.returncode == 2
     assert "short.txt has 399 lines" in run.stderr and "ref.tok.txt has 400 lines" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1

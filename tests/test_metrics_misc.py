@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +13,7 @@ from nmtlib.metrics.bleu import tokenized_bleu
 from nmtlib.metrics.buckets import bleu_by_length, bucket_label
 from nmtlib.metrics.perplexity import perplexity
 
-REPO = Path(__file__).resolve().parents[1]
-
+from conftest import score_cli
 
 @pytest.mark.parametrize(
     ("nll", "tokens", "expected"),
@@ -83,12 +79,8 @@ def test_cli_bleu_by_length(tmp_path: Path) -> None:
     (tmp_path / "src").write_text("s s\n" + "s " * 25 + "\n")
     (tmp_path / "ref").write_text("a b c d\ne f g h\n")
     (tmp_path / "hyp").write_text("a b c d\ne f g h\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    run = subprocess.run(
-        [sys.executable, "-m", "nmtlib", "score", "bleu-by-length", "--src", str(tmp_path / "src"),
-         "--ref", str(tmp_path / "ref"), "--hyp", str(tmp_path / "hyp")],
-        capture_output=True, text=True, cwd=REPO, env=env, timeout=60,
-    )
+    run = score_cli("bleu-by-length", "--src", str(tmp_path / "src"), "--ref", str(tmp_path / "ref"),
+                    "--hyp", str(tmp_path / "hyp"))
     assert run.returncode == 0, run.stderr
     rows = json.loads(run.stdout.splitlines()[-1])["bleu_by_length"]
     assert rows == [

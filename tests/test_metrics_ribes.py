@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,10 +16,7 @@ from nmtlib.metrics.ribes import (
     sentence_ribes,
 )
 
-from conftest import SCORER_CASES, shared_fixtures
-
-REPO = Path(__file__).resolve().parents[1]
-
+from conftest import SCORER_CASES, score_cli, shared_fixtures
 
 def _six(x: float) -> str:
     return f"{x:.6f}"  # RIBES.py prints %.6f
@@ -126,25 +120,17 @@ def test_unequal_line_counts_raise(tmp_path: Path) -> None:
         corpus_ribes_files(str(tmp_path / "hyp.txt"), [str(tmp_path / "ref.txt")])
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "nmtlib", "score", *args],
-        capture_output=True, text=True, cwd=REPO, env=env, timeout=60,
-    )
-
-
 def test_cli_ribes() -> None:
     base = shared_fixtures() / "ribes-ja"
     expected = json.loads((base / "expected.json").read_text())["systems"]["reordered"]
     ref, hyp = str(base / "ref.txt"), str(base / expected["hyp"])
 
-    run = _cli("ribes", "--ref", ref, "--hyp", hyp)
+    run = score_cli("ribes", "--ref", ref, "--hyp", hyp)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.splitlines()[-1])
     assert _six(result["ribes"]) == _six(expected["ribes_lowercased_default"])
 
-    run = _cli("ribes", "--case-sensitive", "--sentence-level", "--ref", ref, "--hyp", hyp)
+    run = score_cli("ribes", "--case-sensitive", "--sentence-level", "--ref", ref, "--hyp", hyp)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     result = json.loads(lines[-1])
