@@ -345,3 +345,41 @@ def test_finetuning_variant_inherits_its_parents_model():
     assert ft.model == resolve_variant("flex", variants["flex"]).model and ft.train.beta == 0.1
     with pytest.raises(Exception, match="inherits the model"):
         resolve_variant("bad", {"finetune_from": "flex", "hidden_size": 8}, variants=variants)
+
+
+def test_translate_without_unk_replace_copies_nothing_and_global_window_is_mean_source_length(
+        tiny_corpus, tmp_path):
+    """Shu & Nakayama's protocol: ``--no-unk-replace`` leaves every ``<unk>`` in place (the
+    replaced file is the raw output), and the window of a global-attention model is the mean
+    source length, each sentence counted once (its own window is its length)."""
+    import shutil
+
+    from nmtlib.data.batching import read_lines
+    from nmtlib.data.vocab import Vocabulary
+
+    # a 12-word target vocabulary: <unk> is the most frequent target token, so the model writes it
+    corpus = tmp_path / "corpus"
+    shutil.copytree(tiny_corpus, corpus)
+    Vocabulary.build(read_lines(corpus / "train.tgt"), 12).save(corpus / "vocab.tgt")
+    spec = {**SPEC, "options": {**SPEC["options"], "train": {**SPEC["options"]["train"], "epochs": 3}}}
+    subprocess.run(train_cmd(corpus, tmp_path / "model", spec), check=True, capture_output=True, timeout=600)
+    src_lines = (corpus / "test.src").read_text().splitlines()
+    runs = {}
+    for flag in ([], ["--no-unk-replace"]):
+        prefix = tmp_path / ("raw" if flag else "replaced") / "test.beam3"
+        summary = tmp_path / f"summary{len(flag)}.json"
+        subprocess.run([
+            sys.executable, "-m", "nmtlib", "translate", "--model", str(tmp_path / "model" / "model.pt"),
+            "--src", str(corpus / "test.src"), "--src-vocab", str(corpus / "vocab.src"),
+            "--tgt-vocab", str(corpus / "vocab.tgt"), "--out-prefix", str(prefix), "--beam", "3",
+            "--dict", str(corpus / "lexicon.tsv"), "--no-progress", "--threads", "1",
+            "--summary", str(summary), *flag,
+        ], check=True, capture_output=True, timeout=300)
+        runs[bool(flag)] = (Path(f"{prefix}.txt").read_text(), Path(f"{prefix}.unk.txt").read_text(),
+                            json.loads(summary.read_text()))
+    plain, replaced, summary = runs[True]
+    assert "<unk>" in plain and "<unk>" not in runs[False][1]  # there was something to replace
+    assert replaced == plain and plain == runs[False][0]
+    # global attention scores every source word: each sentence's window is its length
+    lengths = [len(line.split()) or 1 for line in src_lines]
+    assert summary["avg_window"] == pytest.approx(sum(lengths) / len(lengths))

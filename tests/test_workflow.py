@@ -152,3 +152,16 @@ def test_gpu_decode_options_reach_every_translate_command(tmp_path):
     commands = [line for line in run.stdout.splitlines() if " translate " in line]
     assert len(commands) == 3  # base, global-general-feed, ens
     assert all("--cuda-graphs --tf32 --in-flight 2" in c for c in commands), commands
+
+
+def test_unk_replace_false_reaches_every_translate_command(tmp_path):
+    """``decode.unk_replace: false`` means no replacement of any kind: the translate rule passes
+    ``--no-unk-replace`` and no dictionary (so not even the attended source word is copied)."""
+    config = write_config(tmp_path, lambda c: c["decode"].update(unk_replace=False))
+    run = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(config), timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    commands = [line for line in run.stdout.splitlines() if " translate " in line]
+    assert len(commands) == 3 and all("--no-unk-replace" in c and "--dict" not in c for c in commands), commands
+    on = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(write_config(tmp_path, lambda c: None)),
+                   timeout=120)
+    assert not any("--no-unk-replace" in line for line in on.stdout.splitlines())

@@ -1,9 +1,10 @@
 """``nmtlib evaluate``: everything the tables need about one translation, model or alignment,
 as one JSON file per result (the workflow's ``scores/`` folder).
 
-- ``translation``: tokenized BLEU before and after unk replacement (multi-bleu.perl), BLEU on
-  the sentences without unknown words (Bahdanau et al. Table 1), sacreBLEU with its signature,
-  RIBES, BLEU per source-length bucket (Luong Fig. 6), window size and decode time;
+- ``translation``: tokenized BLEU and RIBES before and after unk replacement (multi-bleu.perl,
+  RIBES.py), BLEU on the sentences without unknown words (Bahdanau et al. Table 1), sacreBLEU
+  with its signature, BLEU per source-length bucket (Luong Fig. 6), Shu & Nakayama's window
+  (:func:`nmtlib.metrics.window.mean_window`) and decode time;
 - ``perplexity``: perplexity of the references under a model (Luong Tables 1, 4);
 - ``alignment``: AER of forced-decoding links against gold Sure/Possible links (Luong Table 6).
 """
@@ -64,6 +65,7 @@ def run_translation(args: argparse.Namespace) -> int:
     from nmtlib.metrics.bleu import detok_bleu, tokenized_bleu
     from nmtlib.metrics.buckets import bleu_by_length
     from nmtlib.metrics.ribes import corpus_ribes
+    from nmtlib.metrics.window import mean_window
 
     hyp_path, unk_path, details_path = (Path(f"{args.prefix}{ext}") for ext in (".txt", ".unk.txt", ".jsonl"))
     hyps, hyps_unk, refs, srcs = (read_lines(p) for p in (hyp_path, unk_path, args.ref, args.src))
@@ -77,11 +79,13 @@ def run_translation(args: argparse.Namespace) -> int:
         "sentences": len(hyps),
         "bleu": tokenized_bleu(hyps, refs).to_dict(),
         "bleu_unk": tokenized_bleu(hyps_unk, refs).to_dict(),
-        "ribes": corpus_ribes(hyps_unk, refs, case_sensitive=True).to_dict()["ribes"],
+        # RIBES of the raw output (Shu & Nakayama's protocol: no replacement) and after replacement
+        "ribes": corpus_ribes(hyps, refs, case_sensitive=True).to_dict()["ribes"],
+        "ribes_unk": corpus_ribes(hyps_unk, refs, case_sensitive=True).to_dict()["ribes"],
         "bleu_by_length": bleu_by_length(srcs, hyps_unk, refs, width=args.bucket_width),
         "unk_tokens": sum(h.split().count(UNK) for h in hyps),
-        # Shu & Nakayama's window: score evaluations per (hypothesis, step), over the whole test set
-        "avg_window": sum(d["scores_computed"] for d in details) / max(1, sum(d["hypothesis_steps"] for d in details)),
+        # Shu & Nakayama's window: the mean over sentences of each sentence's window
+        "avg_window": mean_window(details),
         "time_ms_per_sentence": _mean(d["time_ms"] for d in details),
         "hyp_len_mean": _mean(d["length"] for d in details),
     }

@@ -42,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
         "(`runs`: score files averaged), decoded at τ = ∞. ppl: test perplexity; bleu: tokenized BLEU "
         "(multi-bleu.perl) before unknown-word replacement, bleu_unk after, bleu_sd its standard deviation "
         "over seeds, bleu_no_unk on sentences without out-of-vocabulary words; sacrebleu: sacreBLEU "
-        f"({_signatures(spec)}); ribes: RIBES.py 1.02.4; aer: alignment error rate of forced decoding; "
-        "avg_window: source positions scored per step and hypothesis; time_ms: decode time per sentence; "
+        f"({_signatures(spec)}); ribes / ribes_unk: RIBES.py 1.02.4 before / after unknown-word replacement; aer: alignment error rate of forced decoding; "
+        "avg_window: source positions scored per step and hypothesis, the mean over sentences (Shu & Nakayama); time_ms: decode time per sentence; "
         "paper_rows: the paper table rows the variant regenerates.",
         header=f"Experiment `{spec.experiment}` ({spec.results}), {data}, seeds {spec.seeds}.",
     )

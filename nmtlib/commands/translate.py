@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--tau", type=float, default=None, help="Flexible Attention threshold τ (default: ∞)")
     p.add_argument("--dict", type=Path, default=None, help="dictionary for unknown-word replacement")
+    p.add_argument("--no-unk-replace", action="store_true",
+                   help="replace no <unk> (PREFIX.unk.txt is then the raw output; Shu & Nakayama's protocol)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--cuda-graphs", action="store_true",
                    help="on CUDA, replay each beam-search step as a CUDA graph recorded per shape (same results)")
@@ -57,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
     opts = DecodeOptions(args.beam, args.max_len_ratio, args.length_norm, args.batch_size, args.tau, args.greedy,
                          args.cuda_graphs, args.tf32, args.in_flight)
     try:
-        dictionary = load_dictionary(args.dict) if args.dict else None
+        dictionary = load_dictionary(args.dict) if args.dict and not args.no_unk_replace else None
         result = translate_file(args.model, args.src, args.src_vocab, args.tgt_vocab, args.out_prefix, opts,
-                                dictionary, select_device(args.device), progress=not args.no_progress)
+                                dictionary, select_device(args.device), progress=not args.no_progress,
+                                unk_replace=not args.no_unk_replace)
     except (ValueError, FileNotFoundError) as err:
         raise NmtlibError(str(err)) from None
     result["tau"] = args.tau

@@ -4,11 +4,13 @@ replace unknown words, and write the translations with per-sentence details.
 Outputs:
 
 - ``<out>.txt``: one translation per line, ``<unk>`` kept (the "before unk replacement" score);
-- ``<out>.unk.txt``: the same after unknown-word replacement;
+- ``<out>.unk.txt``: the same after unknown-word replacement (identical to ``.txt`` when
+  ``unk_replace`` is off: then nothing is replaced, not even by copying the attended word);
 - ``<out>.jsonl``: per sentence ``id``, ``score``, ``length``, ``time_ms`` (wall time of the
   sentence's batch divided by its size: exact with ``batch_size`` 1; with ``in_flight`` > 1 the
   batch's share of the wall time, :func:`nmtlib.decode.interleave.interleave`), ``scores_computed`` and
-  ``avg_window`` (score evaluations per step averaged over beam hypotheses, Shu & Nakayama §5).
+  ``avg_window`` (score evaluations per step averaged over beam hypotheses, Shu & Nakayama §5;
+  the test set's window is the mean of these, :func:`nmtlib.metrics.window.mean_window`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from nmtlib.decode.beam import Ensemble, Hypothesis, Search, beam_search_steps, 
 from nmtlib.decode.graphs import GraphedSteps
 from nmtlib.decode.interleave import interleave
 from nmtlib.decode.unk import replace_unknowns
+from nmtlib.metrics.window import mean_window
 from nmtlib.models.builder import build_model
 from nmtlib.models.seq2seq import Seq2Seq
 from nmtlib.train import checkpoint
@@ -126,7 +129,12 @@ def translate_file(
     dictionary: dict[str, str] | None = None,
     device: torch.device | None = None,
     progress: bool = True,
+    unk_replace: bool = True,
 ) -> dict[str, Any]:
+    """Translate ``src_path`` into ``<out_prefix>.{txt,unk.txt,jsonl}`` (see the module docstring).
+
+    ``unk_replace`` False writes the raw output to ``.unk.txt`` too (Shu & Nakayama replace
+    nothing); ``dictionary`` is used only when it is True."""
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
     src_vocab, tgt_vocab = Vocabulary.load(src_vocab_path), Vocabulary.load(tgt_vocab_path)
     models = [load_model(p, device)[0] for p in model_paths]
@@ -140,7 +148,8 @@ def translate_file(
     for i, (h, ms) in enumerate(zip(hyps, times)):
         words = tgt_vocab.decode(t for t in h.tokens if t != EOS_ID)
         plain.append(" ".join(words))
-        replaced.append(" ".join(replace_unknowns(words, source_tokens[i], h.attention, dictionary)))
+        replaced.append(" ".join(replace_unknowns(words, source_tokens[i], h.attention, dictionary)
+                                 if unk_replace else words))
         details.append({
             "id": i, "score": round(h.score, 4), "length": len(words), "time_ms": round(ms, 3),
             "device": device_name, "scores_computed": h.scores_computed, "hypothesis_steps": h.hypothesis_steps, "avg_window": round(h.average_window, 4),
@@ -152,7 +161,7 @@ def translate_file(
     steps = sum(d["length"] + 1 for d in details)
     return {
         "sentences": len(hyps),
-        "avg_window": sum(h.scores_computed for h in hyps) / max(1, sum(h.hypothesis_steps for h in hyps)),
+        "avg_window": mean_window(details),
         "time_ms_per_sentence": sum(times) / max(1, len(times)),
         "output_tokens": steps,
     }

@@ -134,9 +134,9 @@ def window_tradeoff(points: pd.DataFrame, mean_src_len: float | None, path: Path
                     title: str = "Window of vision span vs BLEU over τ (Shu & Nakayama 2017, Fig. 3)") -> None:
     """One point per τ setting of each Flexible Attention variant (a line per variant, labelled
     with τ), other attentional variants as single markers, and the mean test source length as a
-    vertical reference line. (Global attention scores every source word, but its average window
-    is weighted by decoding steps, which long sentences have more of, so it lies to the right of
-    the mean source length.)"""
+    vertical reference line: global attention scores every source word, so its window (a mean
+    over sentences, :func:`nmtlib.metrics.window.mean_window`) lies on that line. BLEU is of the
+    raw output, before unknown-word replacement (Shu & Nakayama replace nothing)."""
     if points.empty or not (points["attention"] == "flexible").any():
         return _empty(path, title, "no Flexible Attention variant decoded with thresholds τ\n"
                                    "(a variant with attention: flexible and decode.taus)")
@@ -158,7 +158,7 @@ def window_tradeoff(points: pd.DataFrame, mean_src_len: float | None, path: Path
         ax.axvline(mean_src_len, color="grey", linestyle="--",
                    label=f"mean test source length ({mean_src_len:.1f} words)")
     ax.set_xlabel("average window of vision span (source words scored per step)")
-    ax.set_ylabel("tokenized BLEU (%)")
+    ax.set_ylabel("tokenized BLEU, no unk replacement (%)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)

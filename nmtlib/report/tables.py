@@ -7,8 +7,10 @@ no variant of the experiment regenerates keeps an empty "ours". Our numbers are 
 experiment's own data (said in every table), the paper's on the paper's.
 
 Our numbers are means over the variant's seeds. BLEU is tokenized BLEU (multi-bleu.perl), before
-unknown-word replacement unless the paper's row says "+ unk replace"; Shu's window and RIBES
-come from the same decoding as the BLEU beside them.
+unknown-word replacement unless the paper's row says "+ unk replace". Shu & Nakayama's protocol:
+BLEU and RIBES of the raw output (that paper replaces nothing) from the same decoding as the
+window beside them, and the window is the mean over sentences of each sentence's window
+(:mod:`nmtlib.metrics.window`).
 """
 
 from __future__ import annotations
@@ -234,8 +236,9 @@ def shu_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
     def ours_cells(name: str | None, setting: str | None) -> dict[str, Any]:
         if name is None or setting is None:
             return {"ours_window": None, "ours_bleu": None, "ours_ribes": None}
+        # Shu & Nakayama replace no unknown word: BLEU and RIBES of the raw output
         return {"ours_window": ours.value(name, "avg_window", setting),
-                "ours_bleu": ours.value(name, "bleu_unk", setting),
+                "ours_bleu": ours.value(name, "bleu", setting),
                 "ours_ribes": ours.value(name, "ribes", setting)}
 
     for prow in b.table.rows:

@@ -16,7 +16,9 @@ def translate_options(wildcards):
         opts += ["--in-flight", str(d.in_flight)]
     if tau is not None:
         opts += ["--tau", str(tau)]
-    if d.unk_replace and dictionary() is not None:
+    if not d.unk_replace:
+        opts.append("--no-unk-replace")  # no replacement of any kind, not even copying the attended word
+    elif dictionary() is not None:
         opts += ["--dict", dictionary()]
     return " ".join(shlex.quote(o) for o in opts)
 
