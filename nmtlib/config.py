@@ -60,6 +60,8 @@ class TrainConfig:
     loss_norm: str = "sentences"  #: sentences (sum / batch size, Luong) | tokens
     checkpoint_every: int = 500  #: steps between checkpoints (and one at every epoch end)
     eval_every: int = 0  #: steps between dev perplexity evaluations (0: only at epoch ends)
+    patience: int = 0  #: stop once this many evaluations in a row improve dev perplexity by < min_improvement (0: off)
+    min_improvement: float = 0.02  #: relative dev-perplexity gain over the best so far that counts as improving
     beta: float = 0.0  #: Flexible Attention fine-tuning weight, J − β·mean_t g(t) (Shu Eq. 9)
     max_steps: int = 0  #: stop after this many updates (0: run all epochs); for smoke tests
     bf16: bool = False  #: bf16 autocast on CUDA

@@ -383,3 +383,39 @@ def test_translate_without_unk_replace_copies_nothing_and_global_window_is_mean_
     # global attention scores every source word: each sentence's window is its length
     lengths = [len(line.split()) or 1 for line in src_lines]
     assert summary["avg_window"] == pytest.approx(sum(lengths) / len(lengths))
+
+
+@pytest.mark.parametrize("ppls, patience, min_improvement, stop", [
+    ([10.0, 8.0, 7.9], 1, 0.02, True),     # 7.9 is 1.25% below 8.0: not an improvement
+    ([10.0, 8.0, 7.8], 1, 0.02, False),    # 7.8 is 2.5% below 8.0
+    ([10.0, 8.0, 8.5], 1, 0.02, True),     # worse
+    ([10.0, 8.0, 7.9, 7.85], 2, 0.02, True),   # two evaluations in a row below 2% against 8.0 and 7.9
+    ([10.0, 8.0, 7.9, 7.5], 2, 0.02, False),   # 7.5 is 5.1% below the best before it (7.9)
+    ([10.0, 9.9], 1, 0.0, False),          # min_improvement 0: any drop improves
+    ([10.0, 10.0], 1, 0.0, True),
+    ([10.0], 1, 0.02, False),              # the first evaluation always improves
+    ([10.0, 12.0, 14.0], 0, 0.02, False),  # patience 0: off
+])
+def test_plateaued(ppls, patience, min_improvement, stop):
+    from nmtlib.train.schedule import plateaued
+
+    assert plateaued(ppls, patience, min_improvement) is stop
+
+
+def test_early_stopping_ends_training_and_a_rerun_trains_no_more(tiny_corpus, tmp_path):
+    # min_improvement 0.99: the second epoch cannot cut dev perplexity by 99%, so training stops
+    # after it, at 2 of 30 epochs; a rerun reads the stop from the checkpoint's log
+    train = {**SPEC["options"]["train"], "epochs": 30, "patience": 1, "min_improvement": 0.99}
+    spec = {**SPEC, "options": {**SPEC["options"], "train": train}}
+    out = tmp_path / "early"
+    first = subprocess.run(train_cmd(tiny_corpus, out, spec), capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert "early stop after epoch 2" in first.stderr
+    log = (out / "train_log.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in log[1:]] == ["1", "2"]
+    before = weights(out / "checkpoints" / "last.pt")
+    again = subprocess.run(train_cmd(tiny_corpus, out, spec), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "early stop after epoch 2" in again.stderr
+    assert (out / "train_log.csv").read_text().splitlines() == log
+    after = weights(out / "checkpoints" / "last.pt")
+    assert all(torch.equal(before[k], after[k]) for k in before)

@@ -13,7 +13,10 @@ What it guarantees:
   (reading each loss at once would stall the GPU, :mod:`nmtlib.train.step`); the last good
   checkpoint is untouched;
 - **best-by-dev** — dev perplexity after every epoch (and every ``eval_every`` steps) is logged
-  to ``train_log.csv``; the weights with the lowest dev perplexity become ``model.pt``.
+  to ``train_log.csv``; the weights with the lowest dev perplexity become ``model.pt``;
+- **early stopping** — with ``patience`` > 0, training ends once that many evaluations in a row
+  improved dev perplexity by less than ``min_improvement`` (:func:`nmtlib.train.schedule.plateaued`);
+  the decision is read from the log, so a resumed or rerun job stops at the same point.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from nmtlib.models.seq2seq import Seq2Seq
 from nmtlib.train import checkpoint
 from nmtlib.train.graphs import CudaGraphLoss
 from nmtlib.train.loss import autocast_factory, batch_loss
-from nmtlib.train.schedule import build_optimizer, learning_rate, set_lr
+from nmtlib.train.schedule import build_optimizer, learning_rate, plateaued, set_lr
 from nmtlib.train.step import LossReader, reproducible_kernels, update
 
 LOG_FIELDS = ["epoch", "step", "lr", "train_ppl", "dev_ppl", "target_tokens_per_s", "elapsed_s"]
@@ -275,6 +278,8 @@ class Trainer:
         loss_fn = CudaGraphLoss(model, cfg.batch_size, autocast=make_autocast) if graphs else batch_loss
         losses = LossReader(self.device, self.loss_lag)  # on a GPU, read one step late: no host sync per step
         while epoch <= cfg.epochs:
+            if self._stopped_early(log):
+                break
             lr = learning_rate(cfg, epoch)
             set_lr(optimizer, lr)
             batches = length_sorted_batches(self.train_data, cfg.batch_size, self.seed, epoch)
@@ -330,6 +335,15 @@ class Trainer:
             self._save(model, optimizer, epoch, batch_index, step, best, log)
             if cfg.max_steps and step >= cfg.max_steps:
                 break
+        return True
+
+    def _stopped_early(self, log: list[dict[str, Any]]) -> bool:
+        cfg = self.cfg
+        if not plateaued([row["dev_ppl"] for row in log], cfg.patience, cfg.min_improvement):
+            return False
+        print(f"[train] early stop after epoch {log[-1]['epoch']} (step {log[-1]['step']}): the last "
+              f"{cfg.patience} dev evaluation(s) lowered the best dev perplexity by less than "
+              f"{cfg.min_improvement:.0%}", file=sys.stderr)
         return True
 
     def _check_loss(self, value: float, epoch: int, step: int, lr: float, late: bool = False) -> None:
