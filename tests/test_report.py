@@ -406,4 +406,4 @@ def test_every_output_has_a_caption() -> None:
     for name in [*TABLES, *FIGURES]:
         caption = repo / "workflow" / "report" / f"{name}.rst"
         assert caption.exists() and len(caption.read_text(encoding="utf-8")) > 100, name
-    assert set(TABLES) == {"summary", *paper.TABLES}
+    assert set(TABLES) == {"summary", "findings", *paper.TABLES}

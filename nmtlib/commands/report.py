@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 #: tables and figures ``nmtlib report`` writes (the workflow's REPORT_TABLES / REPORT_FIGURES)
-TABLES = ["summary", "luong_table1", "luong_table3", "luong_table4", "luong_table6", "bahdanau_table1",
+TABLES = ["summary", "findings", "luong_table1", "luong_table3", "luong_table4", "luong_table6", "bahdanau_table1",
           "shu_table1", "shu_table3"]
 FIGURES = ["learning_curves", "bleu_by_length", "attention_heatmaps", "window_tradeoff", "vision_span"]
 
@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
     from nmtlib.cli import NmtlibError
     from nmtlib.report import collect, figures
+    from nmtlib.report.findings import findings_table, write_findings
     from nmtlib.report.paper import PaperRowError
     from nmtlib.report.tables import write_paper_tables, write_table
 
@@ -33,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = collect.summary_table(spec)
         write_paper_tables(spec, args.tables)
+        findings = findings_table(spec)
     except PaperRowError as err:
         raise NmtlibError(str(err)) from None
     data = collect.data_description(spec)
@@ -47,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         "paper_rows: the paper table rows the variant regenerates.",
         header=f"Experiment `{spec.experiment}` ({spec.results}), {data}, seeds {spec.seeds}.",
     )
+
+    write_findings(findings, spec, args.tables / "findings.csv")
 
     figures.learning_curves(collect.learning_curves(spec), args.figures / "learning_curves.png")
     figures.bleu_by_length(collect.length_buckets(spec), args.figures / "bleu_by_length.png")
