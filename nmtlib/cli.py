@@ -25,6 +25,7 @@ COMMANDS: tuple[str, ...] = (
     "score",
     "evaluate",
     "report",
+    "publish",
 )
 
 

@@ -108,6 +108,11 @@ def test_findings_are_written_with_counts(tmp_path):
     assert c[HOLDS] + c[FAILS] + c[UNTESTED] == len(df)
     md = (tables / "findings.md").read_text(encoding="utf-8")
     assert f"{c[HOLDS]} claims hold, {c[FAILS]} do not hold, {c[UNTESTED]} are not tested" in md
+    # the HTML rendering the report shows: one row per claim, verdicts coloured
+    page = (tables / "findings.html").read_text(encoding="utf-8")
+    assert page.count("<tr>") == len(df) + 1
+    assert page.count('<td class="holds">holds</td>') == c[HOLDS]
+    assert page.count('<td class="fails">does not hold</td>') == c[FAILS]
 
 
 def test_an_experiment_without_results_tests_nothing(tmp_path):

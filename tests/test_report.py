@@ -199,6 +199,7 @@ def test_every_table_has_csv_and_markdown(report) -> None:
         assert (tables / f"{name}.csv").stat().st_size > 0
         md = (tables / f"{name}.md").read_text(encoding="utf-8")
         assert md.startswith("# ")
+        assert (tables / f"{name}.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
         assert "`unit`" in md and "synthetic src→tgt, test set of 6 sentences" in md, name
     for name in paper.TABLES:
         df = _table(tables, name)

@@ -61,6 +61,17 @@ def test_html_report(tiny_run):
     run = snakemake(tiny_run, "--configfile", str(TINY), "--report", "report.html")
     assert run.returncode == 0, run.stderr[-3000:]
     assert (tiny_run / "report.html").stat().st_size > 10000
+    # every table is in the report as its HTML rendering, which the report shows on screen
+    page = (tiny_run / "report.html").read_text(encoding="utf-8")
+    assert all(f"{t}.html" in page for t in ("summary", "findings", "shu_table1"))
+
+
+def test_findings_of_the_tiny_run(tiny_run):
+    findings = pd.read_csv(tiny_run / "results" / "tiny" / "tables" / "findings.csv")
+    row = findings[findings.claim.str.startswith("Attention gives a large gain")].iloc[0]
+    assert row.compared == "A: global-general-feed vs B: base" and row.verdict in ("holds", "does not hold")
+    ens = findings[findings.claim == "An ensemble beats its best member"].iloc[0]
+    assert ens.compared == "A: ens vs B: global-general-feed"
 
 
 def write_config(tmp_path: Path, change) -> Path:

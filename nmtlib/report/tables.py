@@ -15,6 +15,7 @@ window beside them, and the window is the mean over sentences of each sentence's
 
 from __future__ import annotations
 
+import html
 import math
 import os
 from pathlib import Path
@@ -49,10 +50,11 @@ def _md_cell(value: Any, column: str) -> str:
 def write_table(
     df: pd.DataFrame, path_csv: Path, title: str, notes: str = "", header: str = "", md_drop: tuple[str, ...] = ()
 ) -> None:
-    """``path_csv`` with every column, and a Markdown rendering beside it (``.md``).
+    """``path_csv`` with every column, and a Markdown and an HTML rendering beside it (``.md``,
+    ``.html``: the one ``snakemake --report`` shows on screen).
 
-    The Markdown leaves out ``md_drop`` columns (constant provenance columns said in ``header``),
-    prints numbers with the papers' precision and missing numbers as an em dash.
+    The renderings leave out ``md_drop`` columns (constant provenance columns said in ``header``),
+    print numbers with the papers' precision and missing numbers as an em dash.
     """
     path_csv.parent.mkdir(parents=True, exist_ok=True)
     tmp = path_csv.with_name(f".{path_csv.name}.tmp")
@@ -70,6 +72,41 @@ def write_table(
     tmp_md = path_csv.with_name(f".{path_csv.stem}.md.tmp")
     tmp_md.write_text(md, encoding="utf-8")
     os.replace(tmp_md, path_csv.with_suffix(".md"))
+    cells = pd.DataFrame({c: [_md_cell(v, c) for v in shown[c]] for c in shown.columns})
+    tmp_html = path_csv.with_name(f".{path_csv.stem}.html.tmp")
+    tmp_html.write_text(html_page(title, header, cells, notes), encoding="utf-8")
+    os.replace(tmp_html, path_csv.with_suffix(".html"))
+
+
+_VERDICT_CLASS = {"holds": "holds", "does not hold": "fails", "not tested": "untested"}
+_STYLE = """body{font-family:system-ui,sans-serif;font-size:14px;margin:1em;color:#222}
+table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f3f3f3;position:sticky;top:0}tr:nth-child(even) td{background:#fafafa}
+td.holds{background:#d9f2d9!important}td.fails{background:#f8d7d7!important}td.untested{color:#888}
+p{max-width:75em}"""
+
+
+def html_page(title: str, header: str, cells: pd.DataFrame, notes: str = "") -> str:
+    """A standalone HTML page of a table of formatted cells (verdict cells coloured)."""
+    def para(text: str) -> str:
+        return "".join(f"<p>{html.escape(line.strip())}</p>" for line in text.split("  \n") if line.strip())
+
+    body = "<p>(no rows)</p>"
+    if not cells.empty:
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cells.columns)
+        rows = []
+        for _, row in cells.iterrows():
+            tds = []
+            for c in cells.columns:
+                value = str(row[c])
+                cls = _VERDICT_CLASS.get(value) if c == "verdict" else None
+                tds.append(f"<td class=\"{cls}\">" if cls else "<td>")
+                tds[-1] += html.escape(value) + "</td>"
+            rows.append("<tr>" + "".join(tds) + "</tr>")
+        body = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{_STYLE}</style></head><body><h2>{html.escape(title)}</h2>{para(header)}{body}"
+            f"{para(notes)}</body></html>\n")
 
 
 def assignments(spec: ExperimentSpec) -> dict[str, dict[str, list[str]]]:

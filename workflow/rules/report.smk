@@ -26,11 +26,13 @@ rule make_report:
         src=f"{R}/data/test.src",
         tgt=f"{R}/data/test.tgt",
     output:
+        *[f"{R}/tables/{t}.csv" for t in REPORT_TABLES],
+        *[f"{R}/tables/{t}.md" for t in REPORT_TABLES],
+        # the HTML rendering is what the report shows on screen (a CSV would only be a download)
         *[
-            report(f"{R}/tables/{t}.csv", caption=f"../report/{t}.rst", category="Tables")
+            report(f"{R}/tables/{t}.html", caption=f"../report/{t}.rst", category="Tables")
             for t in REPORT_TABLES
         ],
-        *[f"{R}/tables/{t}.md" for t in REPORT_TABLES],
         *[
             report(f"{R}/figures/{f}.png", caption=f"../report/{f}.rst", category="Figures")
             for f in REPORT_FIGURES

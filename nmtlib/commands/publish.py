@@ -1,0 +1,34 @@
+"""``nmtlib publish``: a reference-results page (``docs/results/<experiment>.md``) from an
+experiment's tables, figures, training logs and Snakemake benchmark files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("publish", help="write a reference-results page (Markdown + small PNGs) of an experiment")
+    p.add_argument("--results", type=Path, required=True, help="the experiment's results folder (results/<exp>)")
+    p.add_argument("--logs", type=Path, default=None,
+                   help="its Snakemake logs folder (logs/<exp>), for each training job's wall time")
+    p.add_argument("--out", type=Path, required=True, help="the page, e.g. docs/results/<exp>.md; figures go "
+                                                           "to docs/results/<exp>/")
+    p.add_argument("--command", dest="run_command", required=True, help="the command that ran the experiment")
+    p.add_argument("--hardware", required=True, help="the machine it ran on, in words")
+    p.add_argument("--title", default=None)
+    p.add_argument("--intro", type=Path, default=None, help="a Markdown file whose text opens the page")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nmtlib.cli import NmtlibError
+    from nmtlib.report.publish import results_page
+
+    intro = args.intro.read_text(encoding="utf-8") if args.intro else ""
+    try:
+        out = results_page(args.results, args.out, args.run_command, args.hardware, args.logs, args.title, intro)
+    except FileNotFoundError as err:
+        raise NmtlibError(str(err)) from None
+    print(out)
+    return 0
