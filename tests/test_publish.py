@@ -20,7 +20,7 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
     logs = tmp_path / "logs" / "unit"
     bench = logs / "benchmark" / "train_model" / "base.seed1.tsv"
     bench.parent.mkdir(parents=True)
-    bench.write_text("s\th:m:s\tmax_rss\n123.4\t0:02:03\t500\n", encoding="utf-8")
+    bench.write_text("s\th:m:s\tmax_rss\tcpu_time\n123.4\t0:02:03\t500\t90.0\n", encoding="utf-8")
     out = tmp_path / "docs" / "results" / "unit.md"
     assert main(["publish", "--results", str(results), "--logs", str(logs), "--out", str(out),
                  "--command", "snakemake --cores 2", "--hardware", "2 test cores"]) == 0
@@ -28,8 +28,8 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
     assert page.startswith("# Reference results: unit")
     assert "| command | `snakemake --cores 2` |" in page and "| hardware | 2 test cores |" in page
     # base, seed 1: dev ppl 50/e + 20 over epochs 1-3 → 70, 45, 36.67; the last epoch lowered the best
-    # before it (45) by (45 − 36.67) / 45 = 18.5%; its job took 123.4 s = 2.1 min
-    assert "| base | seed1 | 3 | 3 | 36.67 | 18.5% | 2.1 min |" in page
+    # before it (45) by (45 − 36.67) / 45 = 18.5%; its job took 123.4 s = 2.1 min, 90 s = 1.5 min of CPU
+    assert "| base | seed1 | 3 | 3 | 36.67 | 18.5% | 2.1 min | 1.5 min |" in page
     for heading in ("## Findings", "## Summary", "### Shu & Nakayama 2017, Table 1", "## Figures"):
         assert heading in page, heading
     # a paper table with no number of ours is named, not printed

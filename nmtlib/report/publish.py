@@ -36,6 +36,7 @@ class ModelRun:
     best_dev_ppl: float | None
     last_gain_pct: float | None  #: how much the last evaluation lowered the best dev perplexity before it
     train_s: float | None
+    cpu_s: float | None  #: CPU seconds of the training job (Snakemake's benchmark), unaffected by other jobs
     device: str
     parameters: int | None
     commit: str | None
@@ -56,24 +57,27 @@ def model_runs(results: Path, logs: Path | None) -> list[ModelRun]:
             gain = round(100 * (before - ppls[-1]) / before, 2)
         env = json.loads((folder / "env.json").read_text(encoding="utf-8")) if (folder / "env.json").exists() else {}
         device = env.get("cuda_device") or env.get("device") or ""
-        train_s = _benchmark_seconds(logs, folder.parent.name, folder.name) if logs else None
+        train_s, cpu_s = _benchmark_seconds(logs, folder.parent.name, folder.name) if logs else (None, None)
         if train_s is None and rows and rows[-1].get("elapsed_s"):
             train_s = float(rows[-1]["elapsed_s"])
         runs.append(ModelRun(folder.parent.name, folder.name, int(rows[-1]["epoch"]) if rows else 0,
                              int(rows[best]["epoch"]) if best is not None else None,
-                             ppls[best] if best is not None else None, gain, train_s, device,
+                             ppls[best] if best is not None else None, gain, train_s, cpu_s, device,
                              env.get("parameters"), env.get("git_commit")))
     return runs
 
 
-def _benchmark_seconds(logs: Path, variant: str, run: str) -> float | None:
-    """Wall seconds of the training job (Snakemake's ``benchmark:`` file), if there is one."""
+def _benchmark_seconds(logs: Path, variant: str, run: str) -> tuple[float | None, float | None]:
+    """Wall and CPU seconds of the training job (Snakemake's ``benchmark:`` file), if there is one."""
     path = logs / "benchmark" / "train_model" / f"{variant}.{run}.tsv"
     if not path.exists():
-        return None
+        return None, None
     with open(path, encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
-    return float(rows[-1]["s"]) if rows else None
+    if not rows:
+        return None, None
+    cpu = rows[-1].get("cpu_time")
+    return float(rows[-1]["s"]), (float(cpu) if cpu not in (None, "", "NA") else None)
 
 
 def _table_body(path: Path) -> str:
@@ -123,18 +127,20 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         "## Models trained",
         "",
         "Training time is the wall time of the training job (Snakemake's benchmark file, else the trainer's "
-        "clock); *last gain* is how much the last dev evaluation lowered the best dev perplexity before it "
+        "clock), CPU time the processor time it used (the benchmark file; unlike wall time, not lengthened by "
+        "other jobs on the machine); *last gain* is how much the last dev evaluation lowered the best dev perplexity before it "
         "(early stopping ends training when it is below `train.min_improvement`).",
         "",
-        "| variant | run | epochs | best epoch | best dev ppl | last gain | training time | device | parameters |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| variant | run | epochs | best epoch | best dev ppl | last gain | training time | CPU time | device | parameters |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         gain = "" if r.last_gain_pct is None else f"{r.last_gain_pct:.1f}%"
         time_ = "" if r.train_s is None else f"{r.train_s / 60:.1f} min"
+        cpu = "" if r.cpu_s is None else f"{r.cpu_s / 60:.1f} min"
         params = "" if r.parameters is None else f"{r.parameters / 1e6:.2f}M"
         ppl = "" if r.best_dev_ppl is None else f"{r.best_dev_ppl:.2f}"
-        lines.append(f"| {r.variant} | {r.run} | {r.epochs} | {r.best_epoch or ''} | {ppl} | {gain} | {time_} | "
+        lines.append(f"| {r.variant} | {r.run} | {r.epochs} | {r.best_epoch or ''} | {ppl} | {gain} | {time_} | {cpu} | "
                      f"{r.device} | {params} |")
     lines += ["", "## Findings", "", _table_body(tables / "findings.md"), "## Summary", "",
               _table_body(tables / "summary.md"), "## The papers' tables", ""]
