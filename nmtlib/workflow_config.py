@@ -93,4 +93,23 @@ def validate_config(config: dict[str, Any], schema_path: str | Path, corpora: se
         unknown = [m for m in members if m not in variants]
         if unknown:
             raise ConfigError(f"ensembles.{name}: unknown variant(s) {unknown}; variants: {sorted(variants)}")
-    return resolved
+    return _only(config, resolved)
+
+
+def _only(config: dict[str, Any], resolved: dict[str, VariantConfig]) -> dict[str, VariantConfig]:
+    """``only_variants``: run a subset of the experiment's variants (every variant was checked
+    above, so the file stays valid as a whole). The config is narrowed in place: the variants
+    not named, and the ensembles with a member not named, are left out."""
+    only = config.get("only_variants")
+    if not only:
+        return resolved
+    unknown = [n for n in only if n not in resolved]
+    if unknown:
+        raise ConfigError(f"only_variants: unknown variant(s) {unknown}; variants: {sorted(resolved)}")
+    for name in only:
+        parent = resolved[name].finetune_from
+        if parent is not None and parent not in only:
+            raise ConfigError(f"only_variants: {name!r} fine-tunes {parent!r}, which must be named too")
+    config["variants"] = {n: v for n, v in config["variants"].items() if n in only}
+    config["ensembles"] = {e: m for e, m in (config.get("ensembles") or {}).items() if set(m) <= set(only)}
+    return {n: v for n, v in resolved.items() if n in only}

@@ -176,3 +176,48 @@ def test_unk_replace_false_reaches_every_translate_command(tmp_path):
     on = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(write_config(tmp_path, lambda c: None)),
                    timeout=120)
     assert not any("--no-unk-replace" in line for line in on.stdout.splitlines())
+
+
+def test_only_variants_narrows_the_experiment():
+    config = yaml.safe_load(TINY.read_text())
+    config["only_variants"] = ["global-general-feed"]
+    resolved = validate_config(config, SCHEMA)
+    assert list(resolved) == list(config["variants"]) == ["global-general-feed"]
+    assert config["ensembles"] == {"ens": ["global-general-feed"]}  # all of its members are kept
+    config = yaml.safe_load(TINY.read_text())
+    config["only_variants"] = ["base"]
+    validate_config(config, SCHEMA)
+    assert list(config["variants"]) == ["base"] and config["ensembles"] == {}
+
+
+@pytest.mark.parametrize("only, message", [
+    (["base", "nope"], "only_variants: unknown variant(s) ['nope']"),
+    ([3], "only_variants.0"),
+])
+def test_only_variants_errors_name_the_key(only, message):
+    config = yaml.safe_load(TINY.read_text())
+    config["only_variants"] = only
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        validate_config(config, SCHEMA)
+
+
+def test_only_variants_needs_a_fine_tuning_variants_parent():
+    config = yaml.safe_load(TINY.read_text())
+    config["variants"]["flex"] = {"arch": "shu", "attention": "flexible", "embedding_size": 8, "hidden_size": 8,
+                                  "output_size": 8}
+    config["variants"]["flex-ft"] = {"finetune_from": "flex", "train": {"beta": 0.1}}
+    config["only_variants"] = ["flex-ft"]
+    with pytest.raises(ConfigError, match="'flex-ft' fine-tunes 'flex', which must be named too"):
+        validate_config(config, SCHEMA)
+
+
+def test_central_claims_override_lists_only_the_six_jobs_of_each_kind(tmp_path):
+    run = snakemake(tmp_path, "-n", "--cores", "1", "--configfile",
+                    str(ROOT / "config" / "experiments" / "multi30k-deen.yaml"),
+                    str(ROOT / "config" / "experiments" / "overrides" / "central-claims.yaml"), timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    counts = dict(line.split()[:2] for line in run.stdout.splitlines()
+                  if len(line.split()) == 2 and line.split()[1].isdigit() and not line.startswith("total"))
+    assert counts.get("train_model") == "6"
+    # shu-flexible at tau = inf and 5 thresholds, the other five once; no ensemble (its members are not all run)
+    assert counts.get("translate") == str(5 + 6)

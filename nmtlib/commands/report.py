@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         "(multi-bleu.perl) before unknown-word replacement, bleu_unk after, bleu_sd its standard deviation "
         "over seeds, bleu_no_unk on sentences without out-of-vocabulary words; sacrebleu: sacreBLEU "
         f"({_signatures(spec)}); ribes / ribes_unk: RIBES.py 1.02.4 before / after unknown-word replacement; aer: alignment error rate of forced decoding; "
-        "avg_window: source positions scored per step and hypothesis, the mean over sentences (Shu & Nakayama); time_ms: decode time per sentence; "
+        "avg_window: source positions scored per step and hypothesis, the mean over sentences (Shu & Nakayama; an ensemble's is summed over its members); time_ms: decode time per sentence; "
         "paper_rows: the paper table rows the variant regenerates.",
         header=f"Experiment `{spec.experiment}` ({spec.results}), {data}, seeds {spec.seeds}.",
     )
