@@ -30,7 +30,10 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.report.paper import PaperRowError
     from nmtlib.report.tables import write_paper_tables, write_table
 
-    spec = collect.ExperimentSpec.from_json(args.spec)
+    try:
+        spec = collect.ExperimentSpec.from_json(args.spec)
+    except (ValueError, TypeError) as err:  # not JSON, or not an experiment spec
+        raise NmtlibError(f"--spec: not an experiment spec as JSON ({str(err).splitlines()[0]})") from None
     try:
         summary = collect.summary_table(spec)
         write_paper_tables(spec, args.tables)

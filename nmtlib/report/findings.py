@@ -4,7 +4,8 @@ A paper table says *how much* one system beats another on the paper's data; a re
 reproduction wants to know whether the *direction* holds on theirs. Each :class:`Claim` below is
 one such statement of Luong et al. 2015, Bahdanau et al. 2015 or Shu & Nakayama 2017, with the
 rows it compares (A and B), the paper's difference A − B, and a criterion on ours. One row of the
-findings table per claim (Luong Table 4's score rankings give one row per pair):
+findings table per claim (Luong Table 4's score rankings give one row per pair), the claims the
+experiment tests first:
 
 - ``holds`` / ``does not hold``: the criterion on our difference, stated in ``criterion``;
 - ``not tested``: the experiment has no variant (or decoding) for one side, said in ``note``.
@@ -131,10 +132,10 @@ class Claim:
 
 def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None, paper_a: float | None,
          paper_b: float | None, criterion: Criterion, missing: str = "", note: str = "",
-         paper_diff: float | None = None) -> dict[str, Any]:
+         paper_diff: float | None = None, metric: str | None = None) -> dict[str, Any]:
     """One findings row comparing A with B (``missing``: why a side is absent)."""
     out: dict[str, Any] = {c: None for c in COLUMNS}
-    out.update(claim=claim, source=source, metric=(a or b).metric if (a or b) else "bleu",
+    out.update(claim=claim, source=source, metric=metric or ((a or b).metric if (a or b) else "bleu"),
                paper_a=paper_a, paper_b=paper_b, criterion=criterion.text, within_spread=None)
     if paper_diff is None and paper_a is not None and paper_b is not None:
         paper_diff = round(paper_a - paper_b, 4)
@@ -235,7 +236,7 @@ def _scored_pair(ctx: _Context, a, b, metric: str) -> dict[str, Any]:
     claim = f"{b.label} has a higher perplexity than {a.label}"
     return _row(ctx, claim, f"{LUONG_TABLE4.citation}, footnote 15", Side(nb, metric="ppl") if nb else None,
                 Side(na, metric="ppl") if na else None, b.values["ppl"], a.values["ppl"],
-                Criterion(0.0, True, "A − B > 0 (B's perplexity is lower)"), missing)
+                Criterion(0.0, True, "A − B > 0 (B's perplexity is lower)"), missing, metric="ppl")
 
 
 def _unk_replacement(ctx: _Context) -> Iterator[dict[str, Any]]:
@@ -416,6 +417,7 @@ def findings_table(spec: ExperimentSpec, ours: Ours | None = None) -> pd.DataFra
     """One row per claim (per pair for Luong Table 4's rankings); see the module docstring."""
     ctx = _Context(spec, ours or Ours(spec))
     rows = [row for claim in CLAIMS for row in claim.rows(ctx)]
+    rows.sort(key=lambda r: r["verdict"] == UNTESTED)  # what the experiment tests first, in claim order
     df = pd.DataFrame(rows, columns=COLUMNS)
     for column in ("paper_a", "paper_b", "paper_diff", "ours_a", "ours_b", "ours_diff", "spread"):
         df[column] = [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in df[column]]
