@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         spec = collect.ExperimentSpec.from_json(args.spec)
-    except (ValueError, TypeError) as err:  # not JSON, or not an experiment spec
+    except (ValueError, TypeError, KeyError) as err:  # not JSON, or not an experiment spec
         raise NmtlibError(f"--spec: not an experiment spec as JSON ({str(err).splitlines()[0]})") from None
     try:
         summary = collect.summary_table(spec)
