@@ -7,7 +7,6 @@ below is worked out by hand from those numbers.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest

@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 
 from nmtlib.report.collect import ExperimentSpec, Ours, attention_label, data_description, length_buckets
-from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperTable
+from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperRow, PaperTable
 from nmtlib.report.tables import assignments, write_table
 
 HOLDS, FAILS, UNTESTED = "holds", "does not hold", "not tested"
@@ -130,6 +130,18 @@ class Claim:
     rows: Callable[[_Context], Iterator[dict[str, Any]]]
 
 
+def _rows(table: PaperTable, *keys: str) -> list[PaperRow]:
+    """The paper's rows of ``table`` with these keys, in that order."""
+    by_key = {r.key: r for r in table.rows}
+    return [by_key[k] for k in keys]
+
+
+def _unmapped(table: PaperTable, *pairs: tuple[PaperRow, str | None]) -> str:
+    """Why a comparison is not tested: the paper rows (of ``(row, variant)`` pairs) no variant maps."""
+    return " and ".join(f"no variant regenerates {table.paper.split()[0]} {table.table} {r.label!r} "
+                        f"(paper_row: {{{table.name}: {r.key}}})" for r, name in pairs if name is None)
+
+
 def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None, paper_a: float | None,
          paper_b: float | None, criterion: Criterion, missing: str = "", note: str = "",
          paper_diff: float | None = None, metric: str | None = None) -> dict[str, Any]:
@@ -170,10 +182,9 @@ def _luong_chain(a_key: str, b_key: str, claim: str) -> Claim:
     table = LUONG_TABLE1
 
     def rows(ctx: _Context) -> Iterator[dict[str, Any]]:
-        pa, pb = (next(r for r in table.rows if r.key == k) for k in (a_key, b_key))
+        pa, pb = _rows(table, a_key, b_key)
         na, nb = ctx.mapped_to(table, a_key), ctx.mapped_to(table, b_key)
-        missing = " and ".join(f"no variant regenerates Luong Table 1 {r.label!r} (paper_row: {{luong_table1: {r.key}}})"
-                               for r, n in ((pa, na), (pb, nb)) if n is None)
+        missing = _unmapped(table, (pa, na), (pb, nb))
         yield _row(ctx, claim, f"{table.citation}", Side(na) if na else None, Side(nb) if nb else None,
                    pa.values.get("bleu"), pb.values.get("bleu"), BETTER, missing)
 
@@ -182,7 +193,7 @@ def _luong_chain(a_key: str, b_key: str, claim: str) -> Claim:
 
 def _attention_vs_none(ctx: _Context) -> Iterator[dict[str, Any]]:
     claim = "Attention gives a large gain over the same kind of model without attention"
-    pa, pb = (next(r for r in LUONG_TABLE1.rows if r.key == k) for k in ("global-location", "dropout"))
+    pa, pb = _rows(LUONG_TABLE1, "global-location", "dropout")
     a, b = ctx.mapped_to(LUONG_TABLE1, "global-location"), ctx.mapped_to(LUONG_TABLE1, "dropout")
     note = ""
     if a is None or b is None:
@@ -198,10 +209,9 @@ def _attention_vs_none(ctx: _Context) -> Iterator[dict[str, Any]]:
 def _table4_pairs(ctx: _Context) -> Iterator[dict[str, Any]]:
     """Luong Table 4: within each mechanism, every pair of scores the paper has BLEU for (the
     paper's better one as A), and concat against the others by perplexity (footnote 15)."""
-    groups: dict[str, list] = {}
-    for r in LUONG_TABLE4.rows:
-        groups.setdefault(r.key.split("-")[0] if not r.key.startswith("local") else "-".join(r.key.split("-")[:2]),
-                          []).append(r)
+    groups: dict[str, list[PaperRow]] = {}
+    for r in LUONG_TABLE4.rows:  # keys are <mechanism>-<score>: global-dot, local-p-general, …
+        groups.setdefault(r.key.rsplit("-", 1)[0], []).append(r)
     for mechanism, rows in groups.items():
         with_bleu = [r for r in rows if r.values.get("bleu") is not None]
         for i, r1 in enumerate(with_bleu):
@@ -215,19 +225,17 @@ def _table4_pairs(ctx: _Context) -> Iterator[dict[str, Any]]:
             if best is not None:
                 yield _scored_pair(ctx, best, r, "ppl")
     # local-p against global with the same (general) score: the paper's best against its baseline
-    pa, pb = (next(r for r in LUONG_TABLE4.rows if r.key == k) for k in ("local-p-general", "global-general"))
+    pa, pb = _rows(LUONG_TABLE4, "local-p-general", "global-general")
     a, b = ctx.mapped_to(LUONG_TABLE4, pa.key), ctx.mapped_to(LUONG_TABLE4, pb.key)
-    missing = " and ".join(f"no variant regenerates Luong Table 4 {r.label!r}" for r, n in ((pa, a), (pb, b))
-                           if n is None)
+    missing = _unmapped(LUONG_TABLE4, (pa, a), (pb, b))
     yield _row(ctx, "local-p attention (general) is at least as good as global attention (general)",
                LUONG_TABLE4.citation, Side(a) if a else None, Side(b) if b else None, pa.values["bleu"],
                pb.values["bleu"], NOT_WORSE, missing)
 
 
-def _scored_pair(ctx: _Context, a, b, metric: str) -> dict[str, Any]:
+def _scored_pair(ctx: _Context, a: PaperRow, b: PaperRow, metric: str) -> dict[str, Any]:
     na, nb = ctx.mapped_to(LUONG_TABLE4, a.key), ctx.mapped_to(LUONG_TABLE4, b.key)
-    missing = " and ".join(f"no variant regenerates Luong Table 4 {r.label!r}" for r, n in ((a, na), (b, nb))
-                           if n is None)
+    missing = _unmapped(LUONG_TABLE4, (a, na), (b, nb))
     if metric == "bleu":
         claim = f"{a.label} scores higher BLEU than {b.label}"
         return _row(ctx, claim, LUONG_TABLE4.citation, Side(na) if na else None, Side(nb) if nb else None,
@@ -241,8 +249,7 @@ def _scored_pair(ctx: _Context, a, b, metric: str) -> dict[str, Any]:
 
 def _unk_replacement(ctx: _Context) -> Iterator[dict[str, Any]]:
     claim = "Unknown-word replacement raises BLEU"
-    pa = next(r for r in LUONG_TABLE1.rows if r.key == "unk")
-    pb = next(r for r in LUONG_TABLE1.rows if r.key == "local-p-general-feed")
+    pa, pb = _rows(LUONG_TABLE1, "unk", "local-p-general-feed")
     name = ctx.mapped_to(LUONG_TABLE1, "unk")
     note = ""
     if name is None:
@@ -260,8 +267,7 @@ def _unk_replacement(ctx: _Context) -> Iterator[dict[str, Any]]:
 
 def _ensembles(ctx: _Context) -> Iterator[dict[str, Any]]:
     claim = "An ensemble beats its best member"
-    pa = next(r for r in LUONG_TABLE1.rows if r.key == "ensemble")
-    pb = next(r for r in LUONG_TABLE1.rows if r.key == "unk")
+    pa, pb = _rows(LUONG_TABLE1, "ensemble", "unk")
     note = "both sides before unknown-word replacement (the paper's rows are after it)"
     if not ctx.spec.ensembles:
         yield _row(ctx, claim, LUONG_TABLE1.citation, None, None, pa.values["bleu"], pb.values["bleu"], BETTER,
@@ -284,7 +290,7 @@ def _rnnsearch_sides(ctx: _Context) -> tuple[str | None, str | None, str]:
 
 
 def _rnnsearch(ctx: _Context) -> Iterator[dict[str, Any]]:
-    pa, pb = (next(r for r in BAHDANAU_TABLE1.rows if r.key == k) for k in ("rnnsearch-50", "rnnencdec-50"))
+    pa, pb = _rows(BAHDANAU_TABLE1, "rnnsearch-50", "rnnencdec-50")
     a, b, note = _rnnsearch_sides(ctx)
     missing = "needs an RNNsearch variant and an RNNencdec variant (arch: rnnsearch, attention: none)"
     yield _row(ctx, "RNNsearch is much better than RNNencdec", BAHDANAU_TABLE1.citation, Side(a) if a else None,
@@ -325,7 +331,7 @@ def _length_gain(ctx: _Context, a: str | None, b: str | None, missing: str) -> d
 
 
 def _shu_value(row_key: str, ctx: _Context, metric: str) -> float | None:
-    row = next(r for r in SHU_TABLE1.rows if r.key == row_key)
+    (row,) = _rows(SHU_TABLE1, row_key)
     column = ("en_ja_" if ctx.ja else "de_en_") + metric
     return row.values.get(column)
 
