@@ -87,3 +87,38 @@ def test_cli_bleu_by_length(tmp_path: Path) -> None:
         {"bucket": "1-10", "sentences": 1, "bleu": pytest.approx(100.0)},
         {"bucket": "21-30", "sentences": 1, "bleu": pytest.approx(100.0)},
     ]
+
+
+@pytest.mark.parametrize("metric, extra", [
+    ("bleu", ["--tokenized"]),
+    ("bleu", []),             # sacreBLEU on detokenized text (was an IndexError)
+    ("ribes", []),            # was RIBES 0.0
+])
+def test_scoring_empty_files_is_a_one_line_error(tmp_path: Path, metric: str, extra: list[str]) -> None:
+    hyp, ref = tmp_path / "hyp.txt", tmp_path / "ref.txt"
+    hyp.write_text("")
+    ref.write_text("")
+    run = score_cli(metric, "--hyp", str(hyp), "--ref", str(ref), *extra)
+    assert run.returncode == 2, run.stdout
+    assert run.stderr.strip().count("\n") == 0 and "no segment to score" in run.stderr and str(hyp) in run.stderr
+
+
+@pytest.mark.parametrize("gold, hyp", [("", ""), ("\n\n", "\n\n")])
+def test_aer_without_any_link_is_undefined(tmp_path: Path, gold: str, hyp: str) -> None:
+    # AER = 1 − (|A∩S| + |A∩P|) / (|A| + |S|): with no link on either side it is 0/0, not a perfect 0.0
+    g, h = tmp_path / "gold.txt", tmp_path / "hyp.txt"
+    g.write_text(gold)
+    h.write_text(hyp)
+    run = score_cli("aer", "--gold", str(g), "--hyp", str(h))
+    assert run.returncode == 2 and "AER is undefined" in run.stderr and run.stderr.strip().count("\n") == 0
+
+
+def test_empty_lists_are_refused_by_the_library() -> None:
+    # tokenized_bleu([], []) keeps multi-bleu.perl's own output for an empty corpus (test_metrics_bleu);
+    # sacreBLEU fails with an IndexError on one, and a mean RIBES over no sentence is undefined
+    from nmtlib.metrics.bleu import detok_bleu
+    from nmtlib.metrics.ribes import corpus_ribes
+
+    for score in (detok_bleu, corpus_ribes):
+        with pytest.raises(MetricInputError, match="no segment to score"):
+            score([], [])

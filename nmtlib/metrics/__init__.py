@@ -19,7 +19,7 @@ from pathlib import Path
 
 from nmtlib.cli import NmtlibError
 
-__all__ = ["MetricInputError", "read_lines", "check_parallel"]
+__all__ = ["MetricInputError", "read_lines", "check_parallel", "check_nonempty", "read_scored_files"]
 
 
 class MetricInputError(NmtlibError, ValueError):
@@ -71,3 +71,26 @@ def check_parallel(
             f"{hyp_name} has {len(hyps)} lines but {ref_name} has {len(refs)} lines; "
             "they must be line-parallel (one segment per line)"
         )
+
+
+def check_nonempty(what: str, segments: Sequence[object]) -> None:
+    """Fail on zero segments: a corpus score of nothing is undefined, not 0 or 100.
+
+    :raises MetricInputError: naming ``what``.
+    """
+    if not segments:
+        raise MetricInputError(f"{what}: no segment to score (0 lines)")
+
+
+def read_scored_files(hyp_path: str | PathLike[str], ref_paths: Sequence[str | PathLike[str]]
+                      ) -> tuple[list[str], list[list[str]]]:
+    """A hypothesis file and its reference files, checked line-parallel and not empty.
+
+    :raises MetricInputError: unreadable, not parallel (naming both files) or empty.
+    """
+    hyps = read_lines(hyp_path)
+    refs = [read_lines(path) for path in ref_paths]
+    for path, stream in zip(ref_paths, refs, strict=True):
+        check_parallel(f"hypothesis file {hyp_path}", hyps, f"reference file {path}", stream)
+    check_nonempty(f"hypothesis file {hyp_path} and reference file {ref_paths[0]}", hyps)
+    return hyps, refs

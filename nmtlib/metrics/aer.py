@@ -165,7 +165,7 @@ def score_aer(
     :param hyp_name: how messages name the hypothesis file
     :param sentences: (source, target) text per sentence: gives ``lengths`` when those are not
         given, and lets warnings explain links that non-ASCII spaces push out of bounds
-    :raises MetricInputError: line counts differ, or a link is malformed
+    :raises MetricInputError: line counts differ, a link is malformed, or there is no link at all
     """
     check_parallel(hyp_name, hyp_lines, gold_name, gold_lines)
     if sentences is not None:
@@ -201,9 +201,12 @@ def score_aer(
                 _LOG.warning("warning: %s", warning)  # stderr unless logging is configured
                 out_of_bounds.append(warning)
 
+    if sum_a + sum_s == 0:  # 1 − 0/0: no Sure link to recall and no link to be precise about
+        raise MetricInputError(f"{gold_name} has no Sure link and {hyp_name} no link "
+                               f"({len(gold_lines)} sentences): AER is undefined")
     precision = a_and_p / sum_a if sum_a else 0.0
     recall = a_and_s / sum_s if sum_s else 0.0
-    aer = 1.0 - (a_and_p + a_and_s) / (sum_a + sum_s) if sum_a + sum_s else 0.0
+    aer = 1.0 - (a_and_p + a_and_s) / (sum_a + sum_s)
     return AerScore(aer, precision, recall, sum_a, sum_s, sum_p, a_and_s, a_and_p, out_of_bounds)
 
 

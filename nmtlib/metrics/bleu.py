@@ -34,7 +34,7 @@ from typing import Any
 from sacrebleu import __version__ as sacrebleu_version
 from sacrebleu.metrics.bleu import BLEU
 
-from nmtlib.metrics import MetricInputError, check_parallel, read_lines
+from nmtlib.metrics import MetricInputError, check_nonempty, check_parallel, read_scored_files
 
 #: n-gram orders of BLEU-4
 MAX_ORDER = 4
@@ -204,6 +204,7 @@ def detok_bleu(
     streams = [list(refs), *(list(r) for r in extra_refs)]
     for k, stream in enumerate(streams):
         check_parallel("hypotheses", hyps, f"references #{k + 1}" if k else "references", stream)
+    check_nonempty("hypotheses and references", hyps)
     metric = BLEU(tokenize=tokenize, lowercase=lowercase)
     score = metric.corpus_score(list(hyps), streams)
     signature = str(metric.get_signature())
@@ -223,10 +224,7 @@ def tokenized_bleu_files(
     hyp_path: str, ref_paths: Sequence[str], lowercase: bool = False
 ) -> BleuScore:
     """:func:`tokenized_bleu` on files; errors name the files and their line counts."""
-    hyps = read_lines(hyp_path)
-    refs = [read_lines(path) for path in ref_paths]
-    for path, stream in zip(ref_paths, refs, strict=True):
-        check_parallel(f"hypothesis file {hyp_path}", hyps, f"reference file {path}", stream)
+    hyps, refs = read_scored_files(hyp_path, ref_paths)
     return tokenized_bleu(hyps, refs[0], refs[1:], lowercase=lowercase)
 
 
@@ -234,8 +232,5 @@ def detok_bleu_files(
     hyp_path: str, ref_paths: Sequence[str], tokenize: str = "13a", lowercase: bool = False
 ) -> dict[str, Any]:
     """:func:`detok_bleu` on files; errors name the files and their line counts."""
-    hyps = read_lines(hyp_path)
-    refs = [read_lines(path) for path in ref_paths]
-    for path, stream in zip(ref_paths, refs, strict=True):
-        check_parallel(f"hypothesis file {hyp_path}", hyps, f"reference file {path}", stream)
+    hyps, refs = read_scored_files(hyp_path, ref_paths)
     return detok_bleu(hyps, refs[0], tokenize, refs[1:], lowercase=lowercase)

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nmtlib.metrics import MetricInputError, check_parallel, read_lines
+from nmtlib.metrics import MetricInputError, check_nonempty, check_parallel, read_scored_files
 
 #: RIBES.py defaults
 ALPHA = 0.25
@@ -219,6 +219,7 @@ def corpus_ribes(
     streams = [refs, *extra_refs]
     for k, stream in enumerate(streams):
         check_parallel("hypotheses", hyps, f"references #{k + 1}" if k else "references", stream)
+    check_nonempty("hypotheses and references", hyps)
     split_refs = [[ribes_words(line, case_sensitive) for line in s] for s in streams]
     scores: list[float] = []
     total = 0.0
@@ -238,8 +239,5 @@ def corpus_ribes_files(
     beta: float = BETA,
 ) -> RibesScore:
     """:func:`corpus_ribes` on files; errors name the files and their line counts."""
-    hyps = read_lines(hyp_path)
-    refs = [read_lines(path) for path in ref_paths]
-    for path, stream in zip(ref_paths, refs, strict=True):
-        check_parallel(f"hypothesis file {hyp_path}", hyps, f"reference file {path}", stream)
+    hyps, refs = read_scored_files(hyp_path, ref_paths)
     return corpus_ribes(hyps, refs[0], case_sensitive, alpha, beta, refs[1:])
