@@ -221,3 +221,19 @@ def test_central_claims_override_lists_only_the_six_jobs_of_each_kind(tmp_path):
     assert counts.get("train_model") == "6"
     # shu-flexible at tau = inf and 5 thresholds, the other five once; no ensemble (its members are not all run)
     assert counts.get("translate") == str(5 + 6)
+
+
+def test_report_spec_keeps_the_config_order_of_variants(tmp_path):
+    """The tables list variants in config order: the spec given to ``nmtlib report`` keeps it."""
+    import json
+    import shlex
+
+    raw = yaml.safe_load(TINY.read_text())
+    raw["variants"] = dict(reversed(list(raw["variants"].items())))  # global-general-feed before base
+    config = tmp_path / "reordered.yaml"
+    config.write_text(yaml.safe_dump(raw, sort_keys=False))
+    run = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(config), timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    command = next(line for line in run.stdout.splitlines() if " report --spec " in line)
+    spec = json.loads(shlex.split(command)[shlex.split(command).index("--spec") + 1])
+    assert list(spec["variants"]) == ["global-general-feed", "base"]
