@@ -11,6 +11,7 @@ says why.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,25 @@ from nmtlib.registry import ATTENTION_NAMES, SCORE_NAMES
 
 class ConfigError(ValueError):
     """A configuration problem; the message names the key and the allowed values."""
+
+
+def setting_name(beam: int, tau: float | None = None) -> str:
+    """A decoding setting as file names write it: ``beam<K>``, or ``beam<K>.tau<τ>`` (τ as ``%g``)."""
+    return f"beam{beam}" if tau is None else f"beam{beam}.tau{tau:g}"
+
+
+def _check_taus(taus: tuple[float, ...], where: str) -> None:
+    """Each τ must come back from its file name (``%g`` keeps 6 significant digits, and the
+    workflow's file patterns take digits and dots only), and no two may share one."""
+    seen: dict[str, float] = {}
+    for tau in taus:
+        text = f"{tau:g}"
+        if not re.fullmatch(r"[0-9.]+", text) or float(text) != tau:
+            raise ConfigError(f"{where}: τ {tau!r} is written {text!r} in file names, which the workflow cannot read "
+                              f"back as {tau!r}; give a plain decimal of at most 6 significant digits")
+        if text in seen:
+            raise ConfigError(f"{where}: τ {seen[text]!r} and {tau!r} are one setting (file names: tau{text})")
+        seen[text] = tau
 
 
 @dataclass(frozen=True)
@@ -255,6 +275,7 @@ def resolve_variant(
     decode = _build(DecodeConfig, {**(decode_defaults or {}), **decode_raw}, f"{where}.decode")
     if decode.taus and model.attention != "flexible":
         raise ConfigError(f"{where}.decode.taus: thresholds τ apply to attention 'flexible' only")
+    _check_taus(decode.taus, f"{where}.decode.taus")
     return VariantConfig(name, model, train, decode, finetune_from, description, paper_row)
 
 

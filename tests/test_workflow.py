@@ -74,6 +74,9 @@ def test_findings_of_the_tiny_run(tiny_run):
     assert ens.compared == "A: ens vs B: global-general-feed"
 
 
+FLEX = {"arch": "shu", "attention": "flexible", "embedding_size": 8, "hidden_size": 8, "output_size": 8}
+
+
 def write_config(tmp_path: Path, change) -> Path:
     config = yaml.safe_load(TINY.read_text())
     change(config)
@@ -90,6 +93,14 @@ def write_config(tmp_path: Path, change) -> Path:
     (lambda c: c["variants"]["global-general-feed"].update(score="location", attention="local-p"),
      ["variants.global-general-feed.score", "global attention only"]),
     (lambda c: c.update(ensembles={"ens": ["nope"]}), ["ensembles.ens", "unknown variant", "nope"]),
+    # file names the workflow could not match (was a MissingInputException) or that collapse into one
+    (lambda c: c.update(seeds=[-1]), ["seeds.0", "minimum of 0"]),
+    (lambda c: c.update(seeds=[1, 1]), ["seeds", "non-unique"]),
+    (lambda c: c["variants"].update(f=dict(FLEX, decode={"taus": [0.1234567, 0.1234568]})),
+     ["variants.f.decode.taus", "0.1234567", "'0.123457'", "at most 6 significant digits"]),
+    (lambda c: c["variants"].update(f=dict(FLEX, decode={"taus": [1e-7]})), ["variants.f.decode.taus", "'1e-07'"]),
+    (lambda c: c["variants"].update(f=dict(FLEX, decode={"taus": [1.2, 1.20]})),
+     ["variants.f.decode.taus", "one setting (file names: tau1.2)"]),
 ])
 def test_bad_config_fails_before_any_job_with_a_useful_message(tmp_path, change, expected):
     bad = write_config(tmp_path, change)

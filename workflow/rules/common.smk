@@ -8,7 +8,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from nmtlib.config import LABEL_KEYS, ConfigError
+from nmtlib.config import LABEL_KEYS, ConfigError, setting_name
 from nmtlib.workflow_config import validate_config
 
 try:
@@ -42,9 +42,9 @@ def decode_settings(name):
     """Decoding settings of a variant or an ensemble: beamK, plus beamK.tauX per Flexible τ."""
     decode = VARIANTS[name].decode if name in VARIANTS else None
     beam = decode.beam if decode else config.get("decode", {}).get("beam", 12)
-    settings = [f"beam{beam}"]
+    settings = [setting_name(beam)]
     if decode:
-        settings += [f"beam{beam}.tau{tau:g}" for tau in decode.taus]
+        settings += [setting_name(beam, tau) for tau in decode.taus]
     return settings
 
 
