@@ -3,8 +3,9 @@
 Peers publish reference numbers beside their code (Joey NMT's benchmarks page, tensorflow/nmt's
 README tables); this page is ours for one experiment, built only from what the run wrote: the
 tables (``tables/*.md``), the figures (copied, shrunk to at most :data:`MAX_WIDTH` pixels), and
-per model the learning curve (``train_log.csv``), the provenance (``env.json``: commit, device,
-parameters) and Snakemake's wall time of the training job (``logs/<exp>/benchmark``). What the
+per model the learning curve and the trainer's clock (``train_log.csv``), the provenance
+(``env.json``: commit, device, parameters), the CPU time of the training job (Snakemake's
+``logs/<exp>/benchmark``) and whether it resumed (its job log). What the
 files cannot say — the command that ran and the machine — the caller gives.
 """
 
@@ -35,8 +36,9 @@ class ModelRun:
     best_epoch: int | None
     best_dev_ppl: float | None
     last_gain_pct: float | None  #: how much the last evaluation lowered the best dev perplexity before it
-    train_s: float | None
-    cpu_s: float | None  #: CPU seconds of the training job (Snakemake's benchmark), unaffected by other jobs
+    train_s: float | None  #: the trainer's clock: wall seconds over every attempt (a resumed run adds its part)
+    cpu_s: float | None  #: CPU seconds of the job's last attempt (Snakemake's benchmark), unaffected by other jobs
+    resumed: bool | None  #: the last attempt resumed from a checkpoint (its job log says so); None: no log
     device: str
     parameters: int | None
     commit: str | None
@@ -57,27 +59,27 @@ def model_runs(results: Path, logs: Path | None) -> list[ModelRun]:
             gain = round(100 * (before - ppls[-1]) / before, 2)
         env = json.loads((folder / "env.json").read_text(encoding="utf-8")) if (folder / "env.json").exists() else {}
         device = env.get("cuda_device") or env.get("device") or ""
-        train_s, cpu_s = _benchmark_seconds(logs, folder.parent.name, folder.name) if logs else (None, None)
-        if train_s is None and rows and rows[-1].get("elapsed_s"):
-            train_s = float(rows[-1]["elapsed_s"])
+        cpu_s = _benchmark_cpu_seconds(logs, folder.parent.name, folder.name) if logs else None
+        train_s = float(rows[-1]["elapsed_s"]) if rows and rows[-1].get("elapsed_s") else None
+        job_log = logs / "train_model" / f"{folder.parent.name}.{folder.name}.log" if logs else None
+        resumed = ("[train] resuming from" in job_log.read_text(encoding="utf-8", errors="replace")
+                   if job_log is not None and job_log.exists() else None)
         runs.append(ModelRun(folder.parent.name, folder.name, int(rows[-1]["epoch"]) if rows else 0,
                              int(rows[best]["epoch"]) if best is not None else None,
-                             ppls[best] if best is not None else None, gain, train_s, cpu_s, device,
+                             ppls[best] if best is not None else None, gain, train_s, cpu_s, resumed, device,
                              env.get("parameters"), env.get("git_commit")))
     return runs
 
 
-def _benchmark_seconds(logs: Path, variant: str, run: str) -> tuple[float | None, float | None]:
-    """Wall and CPU seconds of the training job (Snakemake's ``benchmark:`` file), if there is one."""
+def _benchmark_cpu_seconds(logs: Path, variant: str, run: str) -> float | None:
+    """CPU seconds of the training job's last attempt (Snakemake's ``benchmark:`` file), if any."""
     path = logs / "benchmark" / "train_model" / f"{variant}.{run}.tsv"
     if not path.exists():
-        return None, None
+        return None
     with open(path, encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
-    if not rows:
-        return None, None
-    cpu = rows[-1].get("cpu_time")
-    return float(rows[-1]["s"]), (float(cpu) if cpu not in (None, "", "NA") else None)
+    cpu = rows[-1].get("cpu_time") if rows else None
+    return float(cpu) if cpu not in (None, "", "NA") else None
 
 
 def _table_body(path: Path) -> str:
@@ -126,13 +128,15 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         "",
         "## Models trained",
         "",
-        "Training time is the wall time of the training job (Snakemake's benchmark file, else the trainer's "
-        "clock), CPU time the processor time it used (the benchmark file; unlike wall time, not lengthened by "
-        "other jobs on the machine); *last gain* is how much the last dev evaluation lowered the best dev perplexity before it "
+        "Training time is the trainer's clock (`elapsed_s` of `train_log.csv`): wall time over every attempt, a "
+        "resumed run adding its part. CPU time is the processor time of the job's last attempt (Snakemake's "
+        "benchmark file; unlike wall time, not lengthened by other jobs on the machine), so it is partial where "
+        "*resumed* says yes. *Last gain* is how much the last dev evaluation lowered the best dev perplexity before it "
         "(early stopping ends training when it is below `train.min_improvement`).",
         "",
-        "| variant | run | epochs | best epoch | best dev ppl | last gain | training time | CPU time | device | parameters |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| variant | run | epochs | best epoch | best dev ppl | last gain | training time | CPU time | resumed | "
+        "device | parameters |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         gain = "" if r.last_gain_pct is None else f"{r.last_gain_pct:.1f}%"
@@ -140,8 +144,9 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         cpu = "" if r.cpu_s is None else f"{r.cpu_s / 60:.1f} min"
         params = "" if r.parameters is None else f"{r.parameters / 1e6:.2f}M"
         ppl = "" if r.best_dev_ppl is None else f"{r.best_dev_ppl:.2f}"
+        resumed = "" if r.resumed is None else ("yes" if r.resumed else "no")
         lines.append(f"| {r.variant} | {r.run} | {r.epochs} | {r.best_epoch or ''} | {ppl} | {gain} | {time_} | {cpu} | "
-                     f"{r.device} | {params} |")
+                     f"{resumed} | {r.device} | {params} |")
     lines += ["", "## Findings", "", _table_body(tables / "findings.md"), "## Summary", "",
               _table_body(tables / "summary.md"), "## The papers' tables", ""]
     skipped = []
