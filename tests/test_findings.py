@@ -118,3 +118,28 @@ def test_an_experiment_without_results_tests_nothing(tmp_path):
     spec = make_experiment(tmp_path / "results", with_results=False)
     df = findings_table(spec)
     assert set(df["verdict"]) == {UNTESTED}
+
+
+def test_rnnsearch_gain_by_length_splits_the_test_set_at_its_median(tmp_path):
+    """Six test sentences of 8, 3, 16, 6, 12, 2 words (test_report's): median 7, so 3 long (8, 16,
+    12) and 3 short. RNNsearch translates all six perfectly (BLEU 100 on each half); RNNencdec is
+    perfect on the short half and shares no word with the reference on the long one (BLEU 0). Gain:
+    100 on the long half, 0 on the short one; the difference is 100."""
+    from nmtlib.config import resolve_variant
+    from test_report import SRC, TGT
+
+    spec = make_experiment(tmp_path / "results")
+    enc = resolve_variant("enc", {"embedding_size": 8, "hidden_size": 8, "arch": "rnnsearch", "attention": "none",
+                                  "output": "attentional", "paper_row": {"bahdanau_table1": "rnnencdec-50"}})
+    spec.variants["enc"] = enc.to_dict()
+    spec.settings["enc"] = ["beam5"]
+    long_ = {i for i, s in enumerate(SRC) if len(s.split()) > 7}
+    assert long_ == {0, 2, 4}
+    for name, lines in (("rnnsearch", TGT), ("enc", [t if i not in long_ else "x y" for i, t in enumerate(TGT)])):
+        for seed in ("seed1", "seed2"):
+            path = tmp_path / "results" / "translations" / name / seed / "test.beam5.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(f"{line}\n" for line in lines))
+    r = _claim(findings_table(spec), "RNNsearch's gain over RNNencdec")
+    assert (r.ours_a, r.ours_b, r.ours_diff, r.verdict) == (100.0, 0.0, 100.0, HOLDS)
+    assert "3 sentences of more than 7 source words" in r.note
