@@ -106,7 +106,8 @@ def test_findings_are_written_with_counts(tmp_path):
     c = counts(df)
     assert c[HOLDS] + c[FAILS] + c[UNTESTED] == len(df)
     md = (tables / "findings.md").read_text(encoding="utf-8")
-    assert f"{c[HOLDS]} claims hold, {c[FAILS]} do not hold, {c[UNTESTED]} are not tested" in md
+    fails = f"{c[FAILS]} {'does' if c[FAILS] == 1 else 'do'} not hold"
+    assert f"of the papers' claims, {c[HOLDS]} hold, {fails} and {c[UNTESTED]} are not tested" in md
     # the HTML rendering the report shows: one row per claim, verdicts coloured
     page = (tables / "findings.html").read_text(encoding="utf-8")
     assert page.count("<tr>") == len(df) + 1

@@ -454,8 +454,9 @@ def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv) -> None:
     spread = ("with one seed the run-to-run spread is unknown: a small difference may not survive another seed"
               if seeds < 2 else f"spread: the sum of both sides' standard deviations over {seeds} seeds")
     header = (f"Experiment `{spec.experiment}` ({spec.results}), {data_description(spec)}, seeds {spec.seeds}: "
-              f"{c[HOLDS]} claims hold, {c[FAILS]} do not hold, "
-              f"{c[UNTESTED]} are not tested by this experiment's variants. A and B are the two rows compared; "
+              f"of the papers' claims, {c[HOLDS]} hold, {c[FAILS]} "
+              f"{'does' if c[FAILS] == 1 else 'do'} not hold and {c[UNTESTED]} are not tested by this experiment's "
+              f"variants. A and B are the two rows compared; "
               f"paper_diff and ours_diff are A − B (the paper's on the paper's data); {spread}.")
     notes = ("BLEU: tokenized BLEU before unknown-word replacement (bleu_unk: after). Shu & Nakayama's claims use "
              "their protocol: the raw output and the per-sentence window. Criteria: 'helps' and 'beats' need a "
