@@ -39,6 +39,7 @@ from torch import Tensor
 
 from nmtlib.data.batching import Batch
 from nmtlib.data.vocab import BOS_ID, EOS_ID
+from nmtlib.metrics.window import sentence_window
 from nmtlib.models.seq2seq import Seq2Seq
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class Hypothesis:
     @property
     def average_window(self) -> float:
         """Shu & Nakayama's window size: scores computed per step, averaged over beam hypotheses."""
-        return self.scores_computed / self.hypothesis_steps if self.hypothesis_steps else 0.0
+        return sentence_window(self.scores_computed, self.hypothesis_steps)
 
 
 @dataclass
