@@ -11,6 +11,7 @@ says why.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,67 +42,6 @@ def _check_taus(taus: tuple[float, ...], where: str) -> None:
         seen[text] = tau
 
 
-@dataclass(frozen=True)
-class ModelConfig:
-    arch: str = "luong"
-    embedding_size: int = 1000
-    hidden_size: int = 1000
-    layers: int = 4
-    encoder_rnn: str = "lstm"
-    bidirectional: bool = False
-    decoder_rnn: str = "lstm"
-    reverse_source: bool = False
-    dropout: float = 0.0
-    attention: str = "global"  #: none | global | local-m | local-p | flexible
-    score: str = "general"  #: dot | general | concat | additive | location
-    query: str = "current"  #: current (Luong) | previous (Bahdanau, Shu)
-    input_feed: bool = True
-    output: str = "attentional"  #: attentional | maxout | fc
-    output_size: int | None = None  #: maxout units l (Bahdanau: 500) or fc units (Shu: 600)
-    bridge: str = "final"  #: final | backward-tanh | zero
-    window: int = 10  #: D of local attention
-    max_positions: int = 100  #: L_max of the location score
-    sigma: float = 1.5  #: σ of Flexible Attention
-    attention_size: int | None = None  #: inner size of concat/additive scores (default: hidden)
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    preset: str = "luong"
-    optimizer: str = "sgd"  #: sgd | adam
-    lr: float = 1.0
-    epochs: int = 10
-    decay_start: int = 6  #: first epoch (1-based) trained with a halved rate; halves every epoch after
-    decay_factor: float = 0.5
-    batch_size: int = 128
-    clip: float = 5.0  #: rescale the gradient when its norm exceeds this
-    init_range: float | None = 0.1  #: uniform init in [−r, r]; None keeps PyTorch's defaults
-    max_len: int = 50
-    loss_norm: str = "sentences"  #: sentences (sum / batch size, Luong) | tokens
-    checkpoint_every: int = 500  #: steps between checkpoints (and one at every epoch end)
-    eval_every: int = 0  #: steps between dev perplexity evaluations (0: only at epoch ends)
-    patience: int = 0  #: stop once this many evaluations in a row improve dev perplexity by < min_improvement (0: off)
-    min_improvement: float = 0.02  #: relative dev-perplexity gain over the best so far that counts as improving
-    beta: float = 0.0  #: Flexible Attention fine-tuning weight, J − β·mean_t g(t) (Shu Eq. 9)
-    max_steps: int = 0  #: stop after this many updates (0: run all epochs); for smoke tests
-    bf16: bool = False  #: bf16 autocast on CUDA
-    cuda_graphs: bool = False  #: replay the decoder loop as CUDA graphs (CUDA only; see nmtlib.train.graphs)
-    device: str = "auto"  #: auto | cpu | cuda
-
-
-@dataclass(frozen=True)
-class DecodeConfig:
-    beam: int = 12
-    max_len_ratio: float = 2.0  #: stop at ratio × source length + 10
-    length_norm: bool = False  #: rank finished hypotheses by log-prob / length
-    batch_size: int = 64
-    unk_replace: bool = True
-    taus: tuple[float, ...] = ()  #: Flexible Attention thresholds to decode with (besides τ = ∞)
-    cuda_graphs: bool = False  #: replay beam-search steps as CUDA graphs (CUDA only; see nmtlib.decode.graphs)
-    tf32: bool = False  #: float32 matrix products in TF32 on CUDA (see nmtlib.decode.translate.matmul_precision)
-    in_flight: int = 1  #: batches decoded at once on CUDA, their steps interleaved (see nmtlib.decode.interleave)
-
-
 #: paper architectures: defaults a variant starts from
 ARCH_PRESETS: dict[str, dict[str, Any]] = {
     # Luong et al. 2015 §4.1: 4×1000 stacked LSTM, 1000-d embeddings
@@ -130,21 +70,119 @@ TRAIN_PRESETS: dict[str, dict[str, Any]] = {
     "shu": dict(optimizer="adam", lr=1e-4, epochs=6, decay_start=4, clip=3.0, batch_size=64),
 }
 
+@dataclass(frozen=True)
+class Range:
+    """The allowed interval of a numeric option (either bound may be open or absent)."""
+
+    minimum: float | None = None
+    exclusive_minimum: float | None = None
+    maximum: float | None = None
+    exclusive_maximum: float | None = None
+
+    def violation(self, value: float) -> str | None:
+        """Why ``value`` is outside the range, or ``None`` when it is inside."""
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"must be a finite number, got {value}"
+        if self.minimum is not None and value < self.minimum:
+            return f"must be at least {self.minimum:g}, got {value}"
+        if self.exclusive_minimum is not None and value <= self.exclusive_minimum:
+            return f"must be greater than {self.exclusive_minimum:g}, got {value}"
+        if self.maximum is not None and value > self.maximum:
+            return f"must be at most {self.maximum:g}, got {value}"
+        if self.exclusive_maximum is not None and value >= self.exclusive_maximum:
+            return f"must be less than {self.exclusive_maximum:g}, got {value}"
+        return None
+
+    def schema(self) -> dict[str, float]:
+        names = {"minimum": "minimum", "exclusive_minimum": "exclusiveMinimum", "maximum": "maximum",
+                 "exclusive_maximum": "exclusiveMaximum"}
+        return {names[k]: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+AT_LEAST_1 = Range(minimum=1)
+AT_LEAST_0 = Range(minimum=0)
+POSITIVE = Range(exclusive_minimum=0)
+#: τ of Flexible Attention (Shu & Nakayama Eq. 6): a positive threshold on the penalty; ∞ is "no τ"
+TAU = POSITIVE
+
+
+def option(default: Any, help: str, range: Range | None = None, choices: tuple[str, ...] | None = None) -> Any:
+    """A config option: its default, one line of help, and its allowed values. This one definition
+    feeds the dataclass, the workflow's JSON schema (:func:`options_schema`), ``nmtlib train
+    --set`` and the flags of ``nmtlib translate`` (:func:`check_option`)."""
+    return field(default=default, metadata={"help": help, "range": range, "choices": choices})
+
+
 RNN_CHOICES = ("lstm", "gru")
-CHOICES: dict[str, tuple[str, ...]] = {
-    "arch": tuple(ARCH_PRESETS),
-    "attention": ("none", *ATTENTION_NAMES),
-    "score": SCORE_NAMES,
-    "query": ("current", "previous"),
-    "output": ("attentional", "maxout", "fc"),
-    "bridge": ("final", "backward-tanh", "zero"),
-    "encoder_rnn": RNN_CHOICES,
-    "decoder_rnn": RNN_CHOICES,
-    "train.preset": tuple(TRAIN_PRESETS),
-    "train.optimizer": ("sgd", "adam"),
-    "train.loss_norm": ("sentences", "tokens"),
-    "train.device": ("auto", "cpu", "cuda"),
-}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    arch: str = option("luong", "paper architecture preset the variant starts from", choices=tuple(ARCH_PRESETS))
+    embedding_size: int = option(1000, "word embedding size", AT_LEAST_1)
+    hidden_size: int = option(1000, "RNN hidden units per layer (and direction)", AT_LEAST_1)
+    layers: int = option(4, "stacked RNN layers (encoder and decoder)", AT_LEAST_1)
+    encoder_rnn: str = option("lstm", "encoder cell", choices=RNN_CHOICES)
+    bidirectional: bool = option(False, "bidirectional encoder (Bahdanau §3.2)")
+    decoder_rnn: str = option("lstm", "decoder cell", choices=RNN_CHOICES)
+    reverse_source: bool = option(False, "feed the source reversed (Luong Table 1)")
+    dropout: float = option(0.0, "dropout probability (Luong §4.1: 0.2)", Range(minimum=0, exclusive_maximum=1))
+    attention: str = option("global", "attention mechanism", choices=("none", *ATTENTION_NAMES))
+    score: str = option("general", "alignment score function (Luong Eq. 8–9, Bahdanau Eq. 7)", choices=SCORE_NAMES)
+    query: str = option("current", "attend with h_t (current: Luong) or h_{t−1} (previous: Bahdanau, Shu)",
+                        choices=("current", "previous"))
+    input_feed: bool = option(True, "feed the attentional vector h̃_t to the next step (Luong §3.3)")
+    output: str = option("attentional", "output layer before the softmax", choices=("attentional", "maxout", "fc"))
+    output_size: int | None = option(None, "maxout units l (Bahdanau: 500) or fc units (Shu: 600)", AT_LEAST_1)
+    bridge: str = option("final", "decoder initial state", choices=("final", "backward-tanh", "zero"))
+    window: int = option(10, "D of local attention (window 2D+1)", AT_LEAST_1)
+    max_positions: int = option(100, "L_max of the location score", AT_LEAST_1)
+    sigma: float = option(1.5, "σ of Flexible Attention", POSITIVE)
+    attention_size: int | None = option(None, "inner size of concat/additive scores (default: hidden)", AT_LEAST_1)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    preset: str = option("luong", "paper training recipe the options start from", choices=tuple(TRAIN_PRESETS))
+    optimizer: str = option("sgd", "optimiser", choices=("sgd", "adam"))
+    lr: float = option(1.0, "learning rate", POSITIVE)
+    epochs: int = option(10, "training epochs", AT_LEAST_1)
+    decay_start: int = option(6, "first epoch (1-based) trained with a decayed rate; decays every epoch after",
+                              AT_LEAST_1)
+    decay_factor: float = option(0.5, "learning-rate factor per decayed epoch", Range(exclusive_minimum=0, maximum=1))
+    batch_size: int = option(128, "sentence pairs per update", AT_LEAST_1)
+    clip: float = option(5.0, "rescale the gradient when its norm exceeds this", POSITIVE)
+    init_range: float | None = option(0.1, "uniform init in [−r, r]; null keeps PyTorch's defaults", POSITIVE)
+    max_len: int = option(50, "training pairs with a side longer than this are skipped", AT_LEAST_1)
+    loss_norm: str = option("sentences", "loss normalisation: sum / batch size (Luong) or per token",
+                            choices=("sentences", "tokens"))
+    checkpoint_every: int = option(500, "updates between checkpoints (and one at every epoch end)", AT_LEAST_1)
+    eval_every: int = option(0, "updates between dev perplexity evaluations (0: only at epoch ends)", AT_LEAST_0)
+    patience: int = option(0, "stop once this many evaluations in a row improve dev perplexity by less than "
+                              "min_improvement (0: off)", AT_LEAST_0)
+    min_improvement: float = option(0.02, "relative dev-perplexity gain over the best so far that counts as "
+                                          "improving", Range(minimum=0, exclusive_maximum=1))
+    beta: float = option(0.0, "Flexible Attention fine-tuning weight, J − β·mean_t g(t) (Shu Eq. 9)", AT_LEAST_0)
+    max_steps: int = option(0, "stop after this many updates (0: run all epochs); for smoke tests", AT_LEAST_0)
+    bf16: bool = option(False, "bf16 autocast on CUDA")
+    cuda_graphs: bool = option(False, "replay the decoder loop as CUDA graphs (CUDA only; see nmtlib.train.graphs)")
+    device: str = option("auto", "device to train on", choices=("auto", "cpu", "cuda"))
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    beam: int = option(12, "beam size (1: greedy)", AT_LEAST_1)
+    max_len_ratio: float = option(2.0, "stop a translation at ratio × source length + 10 words", POSITIVE)
+    length_norm: bool = option(False, "rank finished hypotheses by log-probability / length")
+    batch_size: int = option(64, "sentences decoded together", AT_LEAST_1)
+    unk_replace: bool = option(True, "replace each <unk> by its most-attended source word (Luong §4.1)")
+    taus: tuple[float, ...] = option((), "Flexible Attention thresholds τ to decode with, besides τ = ∞ "
+                                         "(Shu Eq. 6)", TAU)
+    cuda_graphs: bool = option(False, "replay beam-search steps as CUDA graphs (CUDA only; see nmtlib.decode.graphs)")
+    tf32: bool = option(False, "float32 matrix products in TF32 on CUDA (see nmtlib.decode.translate.matmul_precision)")
+    in_flight: int = option(1, "batches decoded at once on CUDA, their steps interleaved (see "
+                               "nmtlib.decode.interleave)", AT_LEAST_1)
+
 
 VARIANT_META_KEYS = ("train", "decode", "finetune_from", "description", "paper_row")
 #: keys that label a variant for reports and do not change what is trained
@@ -184,40 +222,123 @@ def _fields(cls: type) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(cls)}
 
 
-def _build(cls: type, values: dict[str, Any], where: str) -> Any:
-    known = _fields(cls)
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise ConfigError(f"{where}: unknown option(s) {unknown}; valid options: {sorted(known)}")
-    for key, value in values.items():
-        _check_type(known[key], value, f"{where}.{key}")
-        choices = CHOICES.get(key if cls is ModelConfig else f"{where.rsplit('.', 1)[-1]}.{key}")
-        if choices is not None and value not in choices:
-            raise ConfigError(f"{where}.{key}: {value!r} is not one of {list(choices)}")
-    if cls is DecodeConfig and "taus" in values:
-        values = {**values, "taus": tuple(float(t) for t in values["taus"])}
-    return cls(**values)
-
-
 _TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (int, float), "bool": (bool,), "str": (str,), "None": (type(None),),
 }
+_JSON_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "str": "string", "None": "null"}
 
 
-def _check_type(f: dataclasses.Field, value: Any, where: str) -> None:
-    """Check a value against the field's annotation (``int``, ``float | None``, ``tuple[float, ...]``)."""
-    annotation = str(f.type)
-    if annotation.startswith("tuple"):
-        ok = isinstance(value, (list, tuple)) and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-        expected = "a list of numbers"
-    else:
-        names = [a.strip() for a in annotation.split("|")]
-        allowed = tuple(t for n in names for t in _TYPES.get(n, (object,)))
-        ok = isinstance(value, allowed) and not (isinstance(value, bool) and "bool" not in names)
-        expected = " or ".join(names)
-    if not ok:
-        raise ConfigError(f"{where}: expected {expected}, got {value!r} ({type(value).__name__})")
+def _type_names(f: dataclasses.Field) -> list[str]:
+    """``int | None`` → ``['int', 'None']`` (annotations are strings: ``from __future__ import annotations``)."""
+    return [a.strip() for a in str(f.type).split("|")]
+
+
+def check_option(cls: type, key: str, value: Any, where: str) -> Any:
+    """Check one option of ``ModelConfig``/``TrainConfig``/``DecodeConfig`` against its
+    definition (type, choices, range) and return it in the dataclass's form.
+
+    :raises ConfigError: ``<where>: <why>``, e.g. ``--set max_steps=-1: must be at least 0, got -1``.
+    """
+    known = _fields(cls)
+    if key not in known:
+        raise ConfigError(f"{where}: unknown option {key!r}; valid options: {sorted(known)}")
+    f = known[key]
+    if str(f.type).startswith("tuple"):
+        if not isinstance(value, (list, tuple)) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            raise ConfigError(f"{where}: expected a list of numbers, got {value!r} ({type(value).__name__})")
+        items = tuple(float(v) for v in value)
+        for item in items:
+            _check_range(f, item, where)
+        return items
+    names = _type_names(f)
+    allowed = tuple(t for n in names for t in _TYPES.get(n, (object,)))
+    if not isinstance(value, allowed) or (isinstance(value, bool) and "bool" not in names):
+        hint = ""
+        if isinstance(value, str) and "float" in names and is_number(value):
+            hint = f"; YAML reads {value} as a string: write it with a dot and a signed exponent, e.g. 1.0e-4"
+        raise ConfigError(f"{where}: expected {' or '.join(names)}, got {value!r} ({type(value).__name__}){hint}")
+    choices = f.metadata.get("choices")
+    if choices is not None and value not in choices:
+        raise ConfigError(f"{where}: {value!r} is not one of {list(choices)}")
+    if value is not None and not isinstance(value, (bool, str)):
+        _check_range(f, value, where)
+    return value
+
+
+def is_number(text: str) -> bool:
+    """Whether ``text`` reads as a finite number (YAML 1.1 keeps `1e-4` a string)."""
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _check_range(f: dataclasses.Field, value: float, where: str) -> None:
+    why = f.metadata["range"].violation(value) if f.metadata.get("range") else (
+        None if not isinstance(value, float) or math.isfinite(value) else f"must be a finite number, got {value}")
+    if why:
+        raise ConfigError(f"{where}: {why}")
+
+
+def option_choices(cls: type, key: str) -> tuple[str, ...]:
+    """The closed set of values of a string option (the registry the schema's enum shows)."""
+    return _fields(cls)[key].metadata["choices"]
+
+
+def options_schema(cls: type) -> dict[str, dict[str, Any]]:
+    """JSON-schema ``properties`` of a config dataclass, from the one definition of each option;
+    ``workflow_config`` puts them into ``workflow/schemas/config.schema.yaml``."""
+    properties: dict[str, dict[str, Any]] = {}
+    for f in dataclasses.fields(cls):
+        meta = f.metadata
+        prop: dict[str, Any]
+        if meta.get("choices") is not None:
+            prop = {"enum": list(meta["choices"])}
+        elif str(f.type).startswith("tuple"):
+            prop = {"type": "array", "items": {"type": "number", **(meta["range"].schema() if meta.get("range") else {})}}
+        else:
+            types = [_JSON_TYPES[n] for n in _type_names(f)]
+            prop = {"type": types[0] if len(types) == 1 else types}
+            if meta.get("range"):
+                prop.update(meta["range"].schema())
+        prop["description"] = meta["help"]
+        properties[f.name] = prop
+    return properties
+
+
+def argparse_type(cls: type, key: str):
+    """An argparse ``type=`` for a numeric option: parses the text and applies the option's range,
+    so ``--beam 0`` is ``argument --beam: must be at least 1, got 0``."""
+    import argparse
+
+    kind = int if _type_names(_fields(cls)[key])[0] == "int" else float
+    one_of_list = str(_fields(cls)[key].type).startswith("tuple")  # --tau gives one of ``taus``
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        try:
+            if one_of_list:
+                return check_option(cls, key, [value], "value")[0]
+            return check_option(cls, key, value, "value")
+        except ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err).removeprefix("value: ")) from None
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
+def option_help(cls: type, key: str) -> str:
+    f = _fields(cls)[key]
+    return f.metadata["help"] if isinstance(f.default, bool) else f"{f.metadata['help']} (default: {f.default})"
+
+
+def _build(cls: type, values: dict[str, Any], where: str) -> Any:
+    return cls(**{key: check_option(cls, key, value, f"{where}.{key}") for key, value in values.items()})
 
 
 def resolve_variant(

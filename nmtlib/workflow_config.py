@@ -14,7 +14,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from nmtlib.config import ConfigError, VariantConfig, resolve_variant
+from nmtlib.config import (ConfigError, is_number, DecodeConfig, ModelConfig, TrainConfig, VariantConfig, options_schema,
+                           resolve_variant)
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -31,6 +32,9 @@ def _message(error: jsonschema.ValidationError) -> str:
             return f"{where}: unknown key(s) {extra}; allowed keys: {allowed}"
     if error.validator == "enum":
         return f"{where}: {error.instance!r} is not one of {error.validator_value}"
+    if error.validator == "type" and isinstance(error.instance, str) and is_number(error.instance):
+        return (f"{where}: {error.message}; YAML reads {error.instance} as a string: write it with a dot and a "
+                f"signed exponent, e.g. 1.0e-4")
     if error.validator == "required":
         return f"{where}: {error.message}"
     return f"{where}: {error.message}"
@@ -50,12 +54,23 @@ def _with_defaults(validator_class):
     return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
 
 
+def load_schema(schema_path: str | Path) -> dict[str, Any]:
+    """The workflow's schema with the model, ``train`` and ``decode`` options filled in from
+    their one definition in :mod:`nmtlib.config`."""
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    defs = schema["$defs"]
+    defs["train"]["properties"] = options_schema(TrainConfig)
+    defs["decode"]["properties"] = options_schema(DecodeConfig)
+    defs["variant"]["properties"] = {**options_schema(ModelConfig), **defs["variant"]["properties"]}
+    return schema
+
+
 def validate_config(config: dict[str, Any], schema_path: str | Path, corpora: set[str] | None = None) -> dict[str, VariantConfig]:
     """Validate ``config`` in place (defaults filled) and return its resolved variants.
 
     :raises ConfigError: naming the offending key.
     """
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    schema = load_schema(schema_path)
     validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), _path(e)))
     if errors:

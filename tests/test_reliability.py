@@ -109,6 +109,11 @@ def _corpus(name: str, test_src: str = "test_2016_flickr.de.gz"):
     pytest.param(lambda c: c["variants"].update({"x; touch INJECTED": {"attention": "none"}}),
                  ["invalid configuration: variants: 'x; touch INJECTED' does not match "
                   "'^[A-Za-z0-9][A-Za-z0-9._+-]*$'"], id="variant-name-with-semicolon"),
+    pytest.param(lambda c: c.setdefault("train", {}).update(max_steps=-1),
+                 ["invalid configuration: train.max_steps: -1 is less than the minimum of 0"], id="negative-max-steps"),
+    pytest.param(lambda c: c["variants"]["base"].setdefault("train", {}).update(lr="1e-4"),
+                 ["invalid configuration: variants.base.train.lr: '1e-4' is not of type 'number'; YAML reads 1e-4 "
+                  "as a string: write it with a dot and a signed exponent, e.g. 1.0e-4"], id="yaml-1.1-exponent"),
 ])
 def test_config_error_names_the_key_before_any_job(tmp_path, change, expected):
     config = write_yaml(tmp_path / "config.yaml", tiny_config(change))
@@ -118,6 +123,68 @@ def test_config_error_names_the_key_before_any_job(tmp_path, change, expected):
     for part in expected:
         assert part in message, message[-3000:]
     assert not (tmp_path / "results").exists() and not injected_files(tmp_path)
+
+
+# One definition of each option (nmtlib/config.py) checks it wherever it comes in: the workflow
+# config, ``nmtlib train --set`` and the flags of ``nmtlib translate``. Expected messages by hand.
+ENTRY_POINT_CASES = [
+    # (section, key, bad value, the workflow's message, the CLI's arguments, the CLI's message)
+    ("train", "max_steps", -1, "train.max_steps: -1 is less than the minimum of 0",
+     ["--set", "max_steps=-1"], "--set max_steps=-1: must be at least 0, got -1"),
+    ("train", "clip", 0, "train.clip: 0 is less than or equal to the minimum of 0",
+     ["--set", "clip=0"], "--set clip=0: must be greater than 0, got 0"),
+    ("train", "checkpoint_every", 0, "train.checkpoint_every: 0 is less than the minimum of 1",
+     ["--set", "checkpoint_every=0"], "--set checkpoint_every=0: must be at least 1, got 0"),
+    ("train", "batch_size", 0, "train.batch_size: 0 is less than the minimum of 1",
+     ["--set", "batch_size=0"], "--set batch_size=0: must be at least 1, got 0"),
+    ("train", "lr", float("nan"), "variants.base.train.lr: must be a finite number, got nan",
+     ["--set", "lr=NaN"], "--set lr=NaN: must be a finite number, got nan"),
+    ("decode", "beam", 0, "decode.beam: 0 is less than the minimum of 1",
+     ["--beam", "0"], "argument --beam: must be at least 1, got 0"),
+    ("decode", "batch_size", -1, "decode.batch_size: -1 is less than the minimum of 1",
+     ["--batch-size", "-1"], "argument --batch-size: must be at least 1, got -1"),
+    ("decode", "max_len_ratio", 0, "decode.max_len_ratio: 0 is less than or equal to the minimum of 0",
+     ["--max-len-ratio", "0"], "argument --max-len-ratio: must be greater than 0, got 0.0"),
+    ("decode", "taus", [-1], "decode.taus.0: -1 is less than or equal to the minimum of 0",
+     ["--tau", "-1"], "argument --tau: must be greater than 0, got -1.0"),
+    ("decode", "taus", [float("nan")], "variants.base.decode.taus: must be a finite number, got nan",
+     ["--tau", "nan"], "argument --tau: must be a finite number, got nan"),
+]
+
+
+@pytest.mark.parametrize("section, key, value, config_message, argv, cli_message", ENTRY_POINT_CASES,
+                         ids=[f"{c[0]}.{c[1]}={c[2]}" for c in ENTRY_POINT_CASES])
+def test_one_definition_checks_an_option_at_every_entry_point(tiny_corpus, tmp_path, capsys, section, key, value,
+                                                              config_message, argv, cli_message):
+    from nmtlib.config import ConfigError
+    from nmtlib.workflow_config import validate_config
+
+    config = tiny_config()
+    config.setdefault(section, {})[key] = value
+    with pytest.raises(ConfigError) as err:
+        validate_config(config, ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    assert config_message in str(err.value)
+
+    if section == "train":
+        cmd = ["train", "--variant-json", json.dumps({"name": "base", "options": {"attention": "none",
+                                                                                   "input_feed": False}}),
+               "--train-src", str(tiny_corpus / "train.src"), "--train-tgt", str(tiny_corpus / "train.tgt"),
+               "--dev-src", str(tiny_corpus / "dev.src"), "--dev-tgt", str(tiny_corpus / "dev.tgt"),
+               "--src-vocab", str(tiny_corpus / "vocab.src"), "--tgt-vocab", str(tiny_corpus / "vocab.tgt"),
+               "--out-dir", str(tmp_path / "model"), "--no-progress", *argv]
+    else:
+        cmd = ["translate", "--model", str(tmp_path / "model.pt"), "--src", str(tiny_corpus / "test.src"),
+               "--src-vocab", str(tiny_corpus / "vocab.src"), "--tgt-vocab", str(tiny_corpus / "vocab.tgt"),
+               "--out-prefix", str(tmp_path / "out"), *argv]
+    try:
+        code = nmtlib_main(cmd)
+    except SystemExit as exit_:  # argparse's own error exit
+        code = exit_.code
+    assert code == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip() and not line.startswith("usage")
+             and not line.startswith(" ")]
+    assert lines == [f"nmtlib {cmd[0]}: error: {cli_message}"]
+    assert not (tmp_path / "model").exists() and not list(tmp_path.glob("out*"))
 
 
 def test_yaml_python_tags_are_refused_by_every_yaml_reader(tmp_path):

@@ -37,7 +37,7 @@ def load_variant(path: Path | None, overrides: list[str] | None = None, text: st
     KEY=VALUE pairs."""
     import yaml
 
-    from nmtlib.config import ConfigError, resolve_variant
+    from nmtlib.config import ConfigError, TrainConfig, check_option, resolve_variant
 
     where = str(path) if path is not None else "--variant-json"
     try:
@@ -56,13 +56,26 @@ def load_variant(path: Path | None, overrides: list[str] | None = None, text: st
             key, sep, value = item.partition("=")
             if not sep:
                 raise NmtlibError(f"--set {item!r}: expected KEY=VALUE")
-            train[key] = yaml.safe_load(value)
+            try:  # the same definition of each option as the workflow's schema checks
+                train[key] = check_option(TrainConfig, key, _parse_value(value), f"--set {item}")
+            except (ConfigError, yaml.YAMLError) as err:
+                raise NmtlibError(str(err).replace("\n", " ")) from None
         options["train"] = train
     try:
         return resolve_variant(raw["name"], options, raw.get("train_defaults"), raw.get("decode_defaults"),
                                raw.get("variants"))
     except ConfigError as err:
         raise NmtlibError(f"{path}: {err}") from None
+
+
+def _parse_value(text: str):
+    """A ``--set`` value: JSON first (so ``1e-4`` is a number), else YAML (``true``, bare words)."""
+    import yaml
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return yaml.safe_load(text)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,7 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
+from nmtlib.atomic import atomic_write
 from nmtlib.cli import NmtlibError
+from nmtlib.config import DecodeConfig, TrainConfig, argparse_type, option_choices, option_help
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,28 +19,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--src-vocab", type=Path, required=True)
     p.add_argument("--tgt-vocab", type=Path, required=True)
     p.add_argument("--out-prefix", type=Path, required=True)
-    p.add_argument("--beam", type=int, default=12)
+    _decode_flags(p)
     p.add_argument("--greedy", action="store_true", help="plain argmax decoding (same output as --beam 1)")
-    p.add_argument("--max-len-ratio", type=float, default=2.0)
-    p.add_argument("--length-norm", action="store_true")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--tau", type=float, default=None, help="Flexible Attention threshold τ (default: ∞)")
+    p.add_argument("--tau", type=argparse_type(DecodeConfig, "taus"), default=None,
+                   help="Flexible Attention threshold τ, a positive number (default: ∞, no threshold)")
     p.add_argument("--dict", type=Path, default=None, help="dictionary for unknown-word replacement")
     p.add_argument("--no-unk-replace", action="store_true",
                    help="replace no <unk> (PREFIX.unk.txt is then the raw output; Shu & Nakayama's protocol)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--cuda-graphs", action="store_true",
-                   help="on CUDA, replay each beam-search step as a CUDA graph recorded per shape (same results)")
-    p.add_argument("--tf32", action="store_true",
-                   help="on CUDA, float32 matrix products in TF32 (faster; inputs rounded to 10 mantissa bits)")
-    p.add_argument("--in-flight", type=int, default=1, metavar="N",
-                   help="on CUDA, decode N batches at once, one's host bookkeeping overlapping another's GPU step "
-                        "(same translations)")
+    p.add_argument("--device", default="auto", choices=option_choices(TrainConfig, "device"))
     p.add_argument("--summary", type=Path, default=None, help="also write the JSON summary here")
     p.add_argument("--threads", type=int, default=None,
                    help="CPU threads for PyTorch (default: all cores; the workflow passes its rule's threads)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
+
+
+#: DecodeConfig options that are flags of ``translate`` (``taus`` is ``--tau``, one at a time, and
+#: ``unk_replace`` is ``--no-unk-replace``): type, range, default and help come from their definition
+_FLAGS = ("beam", "max_len_ratio", "length_norm", "batch_size", "cuda_graphs", "tf32", "in_flight")
+
+
+def _decode_flags(p: argparse.ArgumentParser) -> None:
+    for key in _FLAGS:
+        default = getattr(DecodeConfig, key)
+        flag = "--" + key.replace("_", "-")
+        if isinstance(default, bool):
+            p.add_argument(flag, action="store_true", help=option_help(DecodeConfig, key))
+        else:
+            p.add_argument(flag, type=argparse_type(DecodeConfig, key), default=default,
+                           help=option_help(DecodeConfig, key), metavar="N" if isinstance(default, int) else "X")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,10 +60,6 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.decode.unk import load_dictionary
     from nmtlib.train.trainer import select_device
 
-    if args.beam < 1:
-        raise NmtlibError(f"--beam must be at least 1, got {args.beam}")
-    if args.in_flight < 1:
-        raise NmtlibError(f"--in-flight must be at least 1, got {args.in_flight}")
     torch.set_grad_enabled(False)
     opts = DecodeOptions(args.beam, args.max_len_ratio, args.length_norm, args.batch_size, args.tau, args.greedy,
                          args.cuda_graphs, args.tf32, args.in_flight)
@@ -70,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     result["tf32"] = args.tf32
     result["in_flight"] = args.in_flight
     if args.summary:
-        args.summary.parent.mkdir(parents=True, exist_ok=True)
-        args.summary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        with atomic_write(args.summary) as f:
+            f.write(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
     return 0
