@@ -6,7 +6,8 @@ local paths of a data set's files, downloading what is missing; ``verify(dataset
 
 Why: results are only comparable when everybody trains and scores on the same bytes. So a cached
 file is used only when its sha256 matches; a bad one is reported (file, expected, got), moved
-aside with a ``.corrupt`` suffix and fetched again, and a download becomes visible under its
+aside with a ``.corrupt`` suffix (``.corrupt.1``, ``.corrupt.2``, ... when one is there already:
+every bad copy is kept for inspection) and fetched again, and a download becomes visible under its
 final name only after it verified (``.part`` file, then ``os.replace``). Files whose checksum is
 not known yet (``sha256: null``) are "trusted on first use": the first checksum seen is written
 to ``<cache>/<dataset>/SHA256SUMS.tofu`` and enforced from then on.
@@ -374,15 +375,40 @@ def _check_file(path: Path, entry: FileEntry, expected: str | None, source: str)
     return _Check(True, got, size)
 
 
+def _aside_names(path: Path) -> Iterator[Path]:
+    """``<name>.corrupt``, then ``<name>.corrupt.1``, ``<name>.corrupt.2``, ..."""
+    yield path.with_name(path.name + ".corrupt")
+    n = 1
+    while True:
+        yield path.with_name(f"{path.name}.corrupt.{n}")
+        n += 1
+
+
 def _move_aside(path: Path) -> Path:
-    aside = path.with_name(path.name + ".corrupt")
+    """Rename a bad file (or folder) to the first free ``.corrupt`` name; earlier ones are kept.
+
+    A file is claimed with ``os.link`` (which never replaces), so two processes that move bad
+    copies aside at once cannot overwrite each other's; a folder, or a file system without hard
+    links, is renamed to a name that does not exist yet."""
     try:
-        if aside.is_dir() and not aside.is_symlink():
-            shutil.rmtree(aside)
-        os.replace(path, aside)
+        for aside in _aside_names(path):
+            if os.path.lexists(aside):
+                continue
+            if path.is_file() and not path.is_symlink():
+                try:
+                    os.link(path, aside)
+                except FileExistsError:  # taken meanwhile: the next name
+                    continue
+                except OSError:  # no hard links here
+                    pass
+                else:
+                    os.unlink(path)
+                    return aside
+            os.rename(path, aside)
+            return aside
     except OSError as err:
         raise NmtlibError(f"{path}: is corrupt and cannot be moved aside ({err})") from err
-    return aside
+    raise AssertionError("unreachable")  # _aside_names never ends
 
 
 # --- HTTP -----------------------------------------------------------------------------------
@@ -870,7 +896,10 @@ def fetch(
                     check = _check_file(target, entry, expected, source)
                     sha = check.sha256 if check.ok else None
                     if not check.ok:
-                        _move_aside(target)
+                        aside = _move_aside(target)
+                        log.warning(
+                            "%s: %s; moved to %s, fetching it again", target, check.problem, aside
+                        )
                 if sha is None:
                     sha = _obtain(
                         ds,
