@@ -2,6 +2,8 @@
 
 Actions:
     synthetic   write the embedded, seeded corpus of two artificial languages (no network)
+    copy        copy one file of a downloaded data set out of the cache, verifying its sha256
+                in the same pass (gunzipped when it is gzip)
 
 Each action is a function ``register_<action>(actions)`` here, or a module listed in
 ``ACTION_MODULES`` exposing ``register(actions) -> None`` (skipped while not written yet, as
@@ -15,6 +17,7 @@ import argparse
 import importlib
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 from nmtlib.cli import NmtlibError
 
@@ -86,5 +89,45 @@ def run_synthetic(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- copy ------------------------------------------------------------------------------------
+
+
+def register_copy(actions: argparse._SubParsersAction) -> None:
+    p = actions.add_parser(
+        "copy",
+        help="copy a file of a downloaded data set out of the cache, checking its sha256",
+        description="Copy FILE of DATASET (a path inside <cache>/DATASET/, as data.splits names "
+        "it) to OUT, gunzipped when it is gzip, hashing the bytes it reads: on a sha256 that "
+        "differs from the registry's (or the one recorded on first use), OUT is not written.",
+    )
+    p.add_argument("dataset", metavar="DATASET", help="a data set of nmtlib/data/corpora.yaml")
+    p.add_argument("file", metavar="FILE", help="the file, relative to <cache>/DATASET/")
+    p.add_argument("--out", required=True, type=Path, metavar="OUT", help="where the copy goes")
+    p.add_argument("--cache", type=Path, metavar="DIR",
+                   help="cache folder (default: $NMTLIB_CACHE, else ~/.cache/nmtlib)")
+    p.add_argument("--registry", type=Path, metavar="YAML",
+                   help="use this registry instead of the packaged corpora.yaml")
+    p.set_defaults(func=run_copy)
+
+
+def run_copy(args: argparse.Namespace) -> int:
+    import logging
+    import sys
+
+    from nmtlib.data.download import copy_verified
+
+    # the library reports through logging (a first-use record): show it on stderr
+    logger = logging.getLogger("nmtlib")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("nmtlib corpus copy: %(message)s"))
+    logger.addHandler(handler)
+    try:
+        sha = copy_verified(args.dataset, args.file, args.out, args.cache, registry=args.registry)
+    finally:
+        logger.removeHandler(handler)
+    print(f"copied {args.file} of {args.dataset} (sha256 {sha}, verified) to {args.out}")
+    return 0
+
+
 #: the actions defined in this module, in ``--help`` order
-ACTIONS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (register_synthetic,)
+ACTIONS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (register_synthetic, register_copy)

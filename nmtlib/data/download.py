@@ -15,7 +15,12 @@ to ``<cache>/<dataset>/SHA256SUMS.tofu`` and enforced from then on.
 Downloads use only the standard library (urllib): HTTP Range resumes an interrupted ``.part``,
 transient failures are retried with exponential back-off, and when the host cannot be reached
 the error names the URL and the exact path where the file can be put by hand. Archives are
-unpacked with the member checks of ``safe_extract`` (plus ``tarfile``'s ``"data"`` filter).
+unpacked with the member checks of ``safe_extract`` (plus ``tarfile``'s ``"data"`` filter), and
+the sha256 of every member is recorded beside them when they are unpacked.
+
+``copy_verified`` is how a cache file is *read*: it copies one file (gunzipped when it is gzip)
+and hashes the very bytes it reads, in the same pass, so a file changed after ``fetch`` verified
+it never reaches the copy (nothing is written then).
 
 The cache folder is the ``cache_dir`` argument, else ``$NMTLIB_CACHE``, else ``~/.cache/nmtlib``.
 A folder that already holds the files (such as a read-only copy of the data) is a valid cache:
@@ -31,6 +36,7 @@ import logging
 import os
 import re
 import secrets
+import shlex
 import shutil
 import stat
 import sys
@@ -39,11 +45,13 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from nmtlib.atomic import atomic_write, remove_stale_temporaries, temporary_name
 from nmtlib.cli import NmtlibError
 
 __all__ = [
@@ -56,6 +64,7 @@ __all__ = [
     "resolve_cache_dir",
     "fetch",
     "verify",
+    "copy_verified",
     "safe_extract",
     "sgm_to_text",
 ]
@@ -337,14 +346,12 @@ class _Tofu:
         try:
             entries = self.load()
             entries[key] = sha256
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{TOFU_NAME}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
             body = "".join(f"{h}  {k}\n" for k, h in sorted(entries.items()))
-            tmp.write_text(
-                "# sha256 of files the registry does not pin yet, recorded on first use\n" + body,
-                encoding="utf-8",
-            )
-            os.replace(tmp, self.path)
+            with atomic_write(self.path) as fh:
+                fh.write(
+                    "# sha256 of files the registry does not pin yet, recorded on first use\n"
+                    + body
+                )
             log.warning(
                 "trust on first use: recorded sha256 %s for %s in %s", sha256, key, self.path
             )
@@ -364,13 +371,23 @@ def _check_file(path: Path, entry: FileEntry, expected: str | None, source: str)
     """Hash ``path`` and compare it with the expected sha256 (and the registry's size)."""
     size = path.stat().st_size
     got = _digests(path)["sha256"]
+    return _compare(got, size, entry.size, expected, source)
+
+
+def _compare(
+    got: str, size: int, expected_size: int | None, expected: str | None, source: str
+) -> _Check:
+    """The verdict on bytes whose sha256 is ``got`` and length ``size``."""
     if expected is not None and got != expected:
         return _Check(
             False, got, size, f"sha256 mismatch: expected {expected} ({source}), got {got}"
         )
-    if entry.size is not None and size != entry.size:
+    if expected_size is not None and size != expected_size:
         return _Check(
-            False, got, size, f"size mismatch: expected {entry.size} bytes (registry), got {size}"
+            False,
+            got,
+            size,
+            f"size mismatch: expected {expected_size} bytes (registry), got {size}",
         )
     return _Check(True, got, size)
 
@@ -660,15 +677,33 @@ def safe_extract(archive: Path | str, dest: Path | str) -> None:
             raise NmtlibError(f"{archive}: refusing to extract ({err})") from err
 
 
+def _read_marker(dest: Path) -> tuple[str, dict[str, str]] | None:
+    """``(archive sha256, member -> sha256)`` from an unpacking's marker file, or None.
+
+    The marker's first line is the sha256 of the archive it was unpacked from; each further line
+    is ``<sha256>  <member>``, the member's digest taken when it was unpacked (markers written by
+    an older nmtlib hold the first line only)."""
+    try:
+        lines = (dest / _MARKER).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not lines:
+        return None
+    members: dict[str, str] = {}
+    for line in lines[1:]:
+        m = re.fullmatch(r"([0-9a-f]{64})  (.+)", line)
+        if m:
+            members[m.group(2)] = m.group(1)
+    return lines[0].strip(), members
+
+
 def _extracted(entry: FileEntry, cache: Path, archive_sha: str) -> dict[str, Path] | None:
-    """The member paths if ``extract_to`` holds a complete unpacking of this very archive."""
+    """The member paths if ``extract_to`` holds a complete unpacking of this very archive, with
+    the digest of every member recorded (what :func:`copy_verified` checks them against)."""
     assert entry.extract_to is not None
     dest = cache / entry.extract_to
-    marker = dest / _MARKER
-    try:
-        if marker.read_text(encoding="utf-8").strip() != archive_sha:
-            return None
-    except OSError:
+    marker = _read_marker(dest)
+    if marker is None or marker[0] != archive_sha or not set(entry.members) <= set(marker[1]):
         return None
     paths = {m: dest / m for m in entry.members}
     return paths if all(p.is_file() for p in paths.values()) else None
@@ -680,7 +715,12 @@ def _extract(entry: FileEntry, archive: Path, cache: Path, archive_sha: str) -> 
         return found
     assert entry.extract_to is not None
     dest = cache / entry.extract_to
-    if dest.exists():
+    marker = _read_marker(dest)
+    if marker is not None and marker[0] == archive_sha and not set(entry.members) <= set(marker[1]):
+        # this very archive, unpacked by an older nmtlib that recorded no member digests
+        log.warning("%s: unpacking it again to record the sha256 of its members", dest)
+        shutil.rmtree(dest)
+    elif dest.exists():
         log.warning("%s: incomplete or stale unpacking; moved to %s", dest, _move_aside(dest))
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
@@ -688,7 +728,8 @@ def _extract(entry: FileEntry, archive: Path, cache: Path, archive_sha: str) -> 
         missing = [m for m in entry.members if not (tmp / m).is_file()]
         if missing:
             raise NmtlibError(f"{archive}: expected member(s) missing: {', '.join(missing)}")
-        (tmp / _MARKER).write_text(archive_sha + "\n", encoding="utf-8")
+        digests = "".join(f"{_digests(tmp / m)['sha256']}  {m}\n" for m in entry.members)
+        (tmp / _MARKER).write_text(archive_sha + "\n" + digests, encoding="utf-8")
         os.replace(tmp, dest)
     finally:
         if tmp.exists():
@@ -819,7 +860,8 @@ def _obtain(
                 )
     candidate = part
     if entry.convert == "wmt-sgm":
-        candidate = target.with_name(f".{target.name}.{os.getpid()}.txt.tmp")
+        remove_stale_temporaries(target)  # conversions that a killed run left (we hold the lock)
+        candidate = temporary_name(target)
         try:
             sgm_to_text(part, candidate)
         except (OSError, UnicodeDecodeError) as err:
@@ -969,3 +1011,134 @@ def verify(
             f"data set {ds.name!r} in {cache} does not verify: " + "; ".join(problems)
         )
     return out
+
+
+# --- reading a cache file ---------------------------------------------------------------------
+
+
+def _locate(ds: Dataset, file: str, origin: str) -> tuple[FileEntry, str | None]:
+    """The registry entry of ``file`` (a path relative to ``<cache>/<dataset>/``, as
+    ``data.splits`` names it) and, for a member of an unpacked archive, the member's name."""
+    for entry in ds.files.values():
+        if entry.tofu_key == file:
+            return entry, None
+        if entry.extract_to is not None:
+            prefix = entry.extract_to[len(ds.name) + 1 :] + "/"
+            if file.startswith(prefix) and file[len(prefix) :] in entry.members:
+                return entry, file[len(prefix) :]
+    known = [e.tofu_key for e in ds.files.values()] + [
+        f"{e.extract_to[len(ds.name) + 1 :]}/{m}"
+        for e in ds.files.values()
+        if e.extract_to is not None
+        for m in e.members
+    ]
+    raise NmtlibError(
+        f"{file!r} is not a file of data set {ds.name!r} ({origin}), so it cannot be "
+        f"checksum-verified; its files: {', '.join(known)}"
+    )
+
+
+def _copy_hashing(src: Path, out: Any) -> tuple[str, int, str | None]:
+    """Copy ``src`` to the binary file ``out`` (decompressed when it starts with the gzip magic,
+    like ``gzip -cdf``), hashing the bytes read from ``src`` on the way: one pass over the file.
+
+    Returns ``(sha256, size, problem)``; ``problem`` says why the gzip stream could not be
+    decompressed (the rest of the file is still read, so the digest is of the whole file)."""
+    sha = hashlib.sha256()
+    size = 0
+    gz: bool | None = None
+    d: Any = None
+    problem: str | None = None
+    with open(src, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            sha.update(chunk)
+            size += len(chunk)
+            if problem is not None:
+                continue  # only the digest is still needed
+            if gz is None:
+                gz = chunk[:2] == b"\x1f\x8b"
+                d = zlib.decompressobj(wbits=31) if gz else None
+            if not gz:
+                out.write(chunk)
+                continue
+            data = chunk
+            try:
+                while data:
+                    if d.eof:  # a further gzip member (or garbage after the last)
+                        d = zlib.decompressobj(wbits=31)
+                    out.write(d.decompress(data))
+                    data = d.unused_data if d.eof else b""
+            except zlib.error as err:
+                problem = f"not a valid gzip stream ({err})"
+    if gz and problem is None and not d.eof:
+        problem = "the gzip stream ends early (truncated)"
+    return sha.hexdigest(), size, problem
+
+
+def copy_verified(
+    dataset: str,
+    file: str,
+    dest: Path | str,
+    cache_dir: Path | str | None = None,
+    *,
+    registry: Registry | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+) -> str:
+    """Copy one cache file of ``dataset`` to ``dest`` (gunzipped when it is gzip) if, and only
+    if, the bytes read have the sha256 the registry pins.
+
+    ``file`` is relative to ``<cache>/<dataset>/`` (a file of the registry, or a member of an
+    unpacked archive). The digest is taken of the very bytes that are copied, in the same pass,
+    so a file that changed after :func:`fetch` verified it is caught where it is read. Expected
+    digests: the registry's, else the one recorded on first use (``SHA256SUMS.tofu``); for an
+    archive member, the one recorded when the verified archive was unpacked. On a mismatch
+    ``dest`` is not written (an earlier ``dest`` is left as it was) and the error names the
+    file, both digests and what to do. Returns the sha256 of the cache file.
+    """
+    reg = load_registry(registry)
+    ds = reg.dataset(dataset)
+    cache = resolve_cache_dir(cache_dir)
+    dest = Path(dest)
+    entry, member = _locate(ds, file, reg.origin)
+    tofu_store = _Tofu(cache, ds.name)
+    tofu = tofu_store.load()
+    expected, source = _expected(entry, tofu)
+    expected_size = entry.size
+    download = f"nmtlib download {shlex.quote(ds.name)} --cache {shlex.quote(str(cache))}"
+    if member is None:
+        src = cache / entry.path
+        advice = f"delete it or rerun the download ({download} moves it aside and fetches it again)"
+    else:
+        assert entry.extract_to is not None
+        unpacked = cache / entry.extract_to
+        src = unpacked / member
+        advice = (
+            f"delete {unpacked} and rerun the download ({download} unpacks the verified "
+            f"archive {cache / entry.path} again)"
+        )
+        marker = _read_marker(unpacked)
+        if marker is None or member not in marker[1] or (expected not in (None, marker[0])):
+            raise NmtlibError(
+                f"{src}: no sha256 recorded for it by an unpacking of the verified archive "
+                f"{cache / entry.path} ({unpacked / _MARKER} is missing, stale or from an older "
+                f"nmtlib); {advice}, then rerun"
+            )
+        expected, source = marker[1][member], f"recorded in {unpacked / _MARKER} when unpacked"
+        expected_size = None
+    if not src.is_file():
+        raise NmtlibError(f"{src}: missing from the cache; run {download}, then rerun")
+    with atomic_write(dest, binary=True) as out:
+        try:
+            got, size, problem = _copy_hashing(src, out)
+        except OSError as err:
+            raise NmtlibError(f"cannot copy {src} to {dest}: {err}") from err
+        check = _compare(got, size, expected_size, expected, source)
+        if not check.ok:  # raised inside atomic_write: dest is not written
+            raise NmtlibError(
+                f"{src}: {check.problem}; the file changed after it was verified, and nothing "
+                f"was copied to {dest}: {advice}, then rerun"
+            )
+        if problem is not None:
+            raise NmtlibError(f"{src}: {problem}; nothing was copied to {dest}")
+    if expected is None:  # unpinned and never recorded (e.g. a read-only cache): first use
+        tofu_store.record(entry.tofu_key, got)
+    return got

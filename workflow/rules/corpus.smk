@@ -1,18 +1,15 @@
 # Obtain the raw parallel corpus: generated from a seed (offline default) or fetched into the
 # download cache and verified by sha256 (nmtlib/data/corpora.yaml). Either way the raw splits
 # end up as plain UTF-8 text under results/<experiment>/corpus/, so every later rule reads a
-# file that a rule made (`snakemake -n` needs no data) and never an unverified cache file.
+# file that a rule made (`snakemake -n` needs no data) and never an unverified cache file: the
+# copy out of the cache hashes the bytes it copies (`nmtlib corpus copy`), so a cache file that
+# changed after the download job verified it fails the copy and reaches nothing.
 
 
 def corpus_cache():
     import os
 
     return config.get("cache_dir") or os.environ.get("NMTLIB_CACHE") or str(Path.home() / ".cache" / "nmtlib")
-
-
-def cache_file(split, side):
-    """A split's file inside the data set's cache folder, as named by data.splits."""
-    return str(Path(corpus_cache()).expanduser() / DATA["corpus"] / DATA["splits"][split][side])
 
 
 def raw_file(split, side):
@@ -97,35 +94,43 @@ else:
             " 2> {log:q} | tail -n 1 > {output.manifest:q}"
 
     rule copy_split:
-        # the verified cache file (gzip or plain) as plain text; runs only after download_corpus
-        # verified it (the manifest is the proof)
+        # the cache file (gzip or plain) as plain text, after download_corpus fetched and verified
+        # the data set (the manifest). The copy checks the sha256 again, of the very bytes it
+        # copies (one pass, no separate verification): the cache is shared and outlives the
+        # download job, so a file changed since then fails here and nothing is written
         input:
             manifest=f"{R}/corpus/download.json",
         output:
             f"{R}/corpus/{{split}}.{{side}}",
         params:
-            path=lambda w: cache_file(w.split, w.side),
+            corpus=DATA["corpus"],
+            file=lambda w: DATA["splits"][w.split][w.side],
+            cache=corpus_cache(),
         log:
             f"{LOGS}/copy_split/{{split}}.{{side}}.log",
         resources:
             mem_mb=1000,
             runtime=30,
         shell:
-            "gzip -cdf {params.path:q} > {output:q} 2> {log:q}"
+            "{NMTLIB} corpus copy {params.corpus:q} {params.file:q} --cache {params.cache:q}"
+            " --out {output:q} > {log:q} 2>&1"
 
     rule copy_dictionary:
-        # data.dictionary naming a file of the data set (e.g. Stanford's dict.en-de): the verified
-        # cache file, for unknown-word replacement
+        # data.dictionary naming a file of the data set (e.g. Stanford's dict.en-de): the cache
+        # file, for unknown-word replacement, sha256-checked as it is copied (as copy_split)
         input:
             manifest=f"{R}/corpus/download.json",
         output:
             f"{R}/corpus/dictionary.txt",
         params:
-            path=lambda w: str(Path(corpus_cache()).expanduser() / DATA["corpus"] / DATA["dictionary"]),
+            corpus=DATA["corpus"],
+            file=DATA.get("dictionary"),
+            cache=corpus_cache(),
         log:
             f"{LOGS}/copy_dictionary.log",
         resources:
             mem_mb=1000,
             runtime=30,
         shell:
-            "gzip -cdf {params.path:q} > {output:q} 2> {log:q}"
+            "{NMTLIB} corpus copy {params.corpus:q} {params.file:q} --cache {params.cache:q}"
+            " --out {output:q} > {log:q} 2>&1"
