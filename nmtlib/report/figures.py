@@ -12,13 +12,18 @@ from matplotlib.ticker import FormatStrFormatter, LogLocator, MaxNLocator, NullF
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from nmtlib.atomic import atomic_write  # noqa: E402
+
 
 def _save(fig: plt.Figure, path: Path, tight: bool = True) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if tight:
-        fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    """``path`` as a PNG, whole or not at all (:func:`nmtlib.atomic.atomic_write`)."""
+    try:
+        if tight:
+            fig.tight_layout()
+        with atomic_write(path, binary=True) as f:
+            fig.savefig(f, format="png", dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def _empty(path: Path, title: str, why: str) -> None:

@@ -100,11 +100,11 @@ def shrink_png(src: Path, dest: Path, width: int = MAX_WIDTH) -> None:
     """Copy a PNG, scaled down to ``width`` pixels if wider (docs stay small)."""
     from PIL import Image
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
     with Image.open(src) as im:
         if im.width > width:
             im = im.resize((width, round(im.height * width / im.width)), Image.LANCZOS)
-        im.save(dest, optimize=True)
+        with atomic_write(dest, binary=True) as f:
+            im.save(f, format="PNG", optimize=True)
 
 
 def results_page(results: Path, out: Path, command: str, hardware: str, logs: Path | None = None,

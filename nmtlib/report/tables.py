@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import html
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from nmtlib.atomic import atomic_write
 from nmtlib.report.collect import ExperimentSpec, Ours, data_description, ensemble_assignments, parse_tau
 from nmtlib.report.paper import TABLES, PaperRow, PaperTable, resolve_paper_row
 
@@ -56,10 +56,8 @@ def write_table(
     The renderings leave out ``md_drop`` columns (constant provenance columns said in ``header``),
     print numbers with the papers' precision and missing numbers as an em dash.
     """
-    path_csv.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path_csv.with_name(f".{path_csv.name}.tmp")
-    df.to_csv(tmp, index=False)
-    os.replace(tmp, path_csv)
+    with atomic_write(path_csv) as f:
+        df.to_csv(f, index=False)
     shown = df.drop(columns=[c for c in md_drop if c in df.columns])
     if shown.empty:
         body = "(no rows)"
@@ -69,13 +67,11 @@ def write_table(
     md = f"# {title}\n\n" + (f"{header}\n\n" if header else "") + body + "\n"
     if notes:
         md += f"\n{notes}\n"
-    tmp_md = path_csv.with_name(f".{path_csv.stem}.md.tmp")
-    tmp_md.write_text(md, encoding="utf-8")
-    os.replace(tmp_md, path_csv.with_suffix(".md"))
+    with atomic_write(path_csv.with_suffix(".md")) as f:
+        f.write(md)
     cells = pd.DataFrame({c: [_md_cell(v, c) for v in shown[c]] for c in shown.columns})
-    tmp_html = path_csv.with_name(f".{path_csv.stem}.html.tmp")
-    tmp_html.write_text(html_page(title, header, cells, notes), encoding="utf-8")
-    os.replace(tmp_html, path_csv.with_suffix(".html"))
+    with atomic_write(path_csv.with_suffix(".html")) as f:
+        f.write(html_page(title, header, cells, notes))
 
 
 _VERDICT_CLASS = {"holds": "holds", "does not hold": "fails", "not tested": "untested"}
