@@ -1,0 +1,121 @@
+"""Reruns decide by content, not by timestamps (issue #27, item 5).
+
+A finished tiny experiment (tests/configs/tiny.yaml, the real rules and real training) is copied
+for each test, with its files' mtimes and Snakemake's records in ``.snakemake/``; then a file is
+deleted or the config changed and the real ``snakemake`` runs again. The design is in the
+comment above ``checkpoint build_vocab`` in workflow/rules/prepare.smk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+SNAKEFILE = ROOT / "Snakefile"
+TINY = ROOT / "tests" / "configs" / "tiny.yaml"
+EXP = "results/tiny"
+VARIANTS = ("base", "global-general-feed")
+
+
+def snakemake(workdir: Path, config: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir), "--cores", "2",
+           "--configfile", str(config), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def config_file(path: Path, change=None) -> Path:
+    config = yaml.safe_load(TINY.read_text())
+    if change is not None:
+        change(config)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))  # key order kept (reliability B8)
+    return path
+
+
+def jobs_run(log: str) -> list[str]:
+    """Rule of every job Snakemake started (a checkpoint's job is logged as ``checkpoint NAME:``)."""
+    return re.findall(r"^(?:local)?(?:rule|checkpoint) (\w+):$", log, re.M)
+
+
+def state(path: Path) -> tuple[int, str]:
+    return path.stat().st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def model_files(work: Path) -> dict[str, tuple[int, str]]:
+    out = {}
+    for v in VARIANTS:
+        for name in ("model.pt", "train_log.csv", "env.json"):
+            p = work / EXP / "models" / v / "seed1" / name
+            out[str(p.relative_to(work))] = state(p)
+    return out
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """The tiny experiment run to its end once; tests work on copies."""
+    work = tmp_path_factory.mktemp("finished") / "work"
+    work.mkdir()
+    run = snakemake(work, config_file(work.parent / "tiny.yaml"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (work / EXP / "tables" / "summary.csv").exists()
+    return work
+
+
+@pytest.fixture
+def work(finished, tmp_path) -> Path:
+    copy = tmp_path / "work"
+    shutil.copytree(finished, copy, symlinks=True)  # copy2: mtimes kept, as Snakemake recorded them
+    return copy
+
+
+def test_a_deleted_vocabulary_and_a_decoding_change_retrain_nothing(work, tmp_path):
+    vocab = work / EXP / "vocab" / "src.txt"
+    vocab_bytes, models = vocab.read_bytes(), model_files(work)
+    vocab.unlink()
+    run = snakemake(work, config_file(tmp_path / "beam4.yaml", lambda c: c["decode"].update(beam=4)))
+    assert run.returncode == 0, run.stderr[-3000:]
+    jobs = jobs_run(run.stdout + run.stderr)
+    # the vocabulary is rebuilt, with the same bytes (and a new mtime) ...
+    assert jobs.count("build_vocab") == 1 and vocab.read_bytes() == vocab_bytes
+    # ... and judged by its content: the new beam is decoded with the models as they are
+    assert "Updating checkpoint dependencies." in run.stdout + run.stderr
+    assert jobs.count("translate") == 3  # base, global-general-feed, the ensemble, at beam 4
+    assert not {"train_model", "test_perplexity", "export_attention"} & set(jobs), jobs
+    assert model_files(work) == models
+    assert (work / EXP / "translations" / "base" / "seed1" / "test.beam4.txt").exists()
+
+
+def test_a_deleted_vocabulary_alone_redoes_nothing(work, tmp_path):
+    vocab = work / EXP / "vocab" / "tgt.txt"
+    models = model_files(work)
+    translation = work / EXP / "translations" / "global-general-feed" / "seed1" / "test.beam3.txt"
+    before = state(translation)
+    vocab.unlink()
+    run = snakemake(work, config_file(tmp_path / "same.yaml"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    # no job needs it: Snakemake rebuilds a missing intermediate file only for a job that runs
+    assert "Nothing to be done" in run.stdout + run.stderr and not jobs_run(run.stdout + run.stderr)
+    assert model_files(work) == models and state(translation) == before
+
+
+def test_a_vocabulary_whose_content_changes_retrains(work, tmp_path):
+    vocab = work / EXP / "vocab" / "src.txt"
+    old_vocab, models = vocab.read_bytes(), model_files(work)
+    assert len(old_vocab.splitlines()) > 4 + 40  # the tiny corpus has more source words than the new size
+    run = snakemake(work, config_file(tmp_path / "v40.yaml", lambda c: c["data"]["vocab_size"].update(src=40)))
+    assert run.returncode == 0, run.stderr[-3000:]
+    jobs = jobs_run(run.stdout + run.stderr)
+    assert len(vocab.read_bytes().splitlines()) == 4 + 40  # <pad> <unk> <bos> <eos> and the 40 most frequent
+    assert sorted(j for j in jobs if j == "train_model") == ["train_model"] * len(VARIANTS)
+    after = model_files(work)
+    for v in VARIANTS:
+        key = f"{EXP}/models/{v}/seed1/model.pt"
+        assert after[key][1] != models[key][1], f"{v} was not retrained with the new vocabulary"
