@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
+from nmtlib.atomic import atomic_write
 from nmtlib.cli import NmtlibError
 
 
@@ -44,7 +44,11 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.train.trainer import select_device
 
     device = select_device(args.device)
-    model, _ = load_model(args.model, device)
+    try:
+        # an unreadable file, or vocabularies other than the model's, is one line naming the files
+        model, _ = load_model(args.model, device, args.src_vocab, args.tgt_vocab)
+    except (ValueError, OSError) as err:
+        raise NmtlibError(str(err)) from None
     if not model.has_attention:
         raise NmtlibError(f"{args.model}: a model without attention has no alignments to export")
     try:
@@ -52,10 +56,9 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as err:
         raise NmtlibError(str(err)) from None
     matrices = forced_attention(model, data, args.batch_size, device)
-    args.attention_out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.attention_out.with_name(f".{args.attention_out.name}.tmp.npz")
-    np.savez_compressed(tmp, **{str(i): m.astype(np.float32) for i, m in enumerate(matrices)})
-    os.replace(tmp, args.attention_out)
+    # whole files or none: an interrupted run leaves no half file that a rerun would take as done
+    with atomic_write(args.attention_out, binary=True) as f:
+        np.savez_compressed(f, **{str(i): m.astype(np.float32) for i, m in enumerate(matrices)})
     content_based = model.decoder.attention.score.content_based
 
     def links(convention: str) -> str:
@@ -65,8 +68,10 @@ def run(args: argparse.Namespace) -> int:
             lines.append(format_links(alignments_from_attention(rows), one_based=True) if rows.size else "")
         return "".join(line + "\n" for line in lines)
 
-    args.links_out.write_text(links("footnote14"), encoding="utf-8")
+    with atomic_write(args.links_out) as f:
+        f.write(links("footnote14"))
     if args.predicted_links_out is not None:
-        args.predicted_links_out.write_text(links("predicted"), encoding="utf-8")
+        with atomic_write(args.predicted_links_out) as f:
+            f.write(links("predicted"))
     print(json.dumps({"sentences": len(matrices), "attention": str(args.attention_out), "links": str(args.links_out)}))
     return 0

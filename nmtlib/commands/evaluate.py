@@ -128,12 +128,11 @@ def run_perplexity(args: argparse.Namespace) -> int:
     set_threads(args.threads)
     device = select_device(args.device)
     try:
-        model, record = load_model(args.model, device)
-    except ValueError as err:  # checkpoint.load refused a pickled object (weights_only=True)
+        # unreadable, not a model, a pickle payload, or vocabularies other than the model's:
+        # checkpoint.CheckpointError (a ValueError) names the files in one line
+        model, record = load_model(args.model, device, args.src_vocab, args.tgt_vocab)
+    except (ValueError, OSError) as err:  # OSError: a vocabulary file that cannot be read
         raise NmtlibError(str(err)) from None
-    except (OSError, RuntimeError, KeyError) as err:  # missing, truncated, or not an nmtlib model
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise NmtlibError(f"{args.model}: cannot load this checkpoint ({reason})") from None
     try:
         data = ParallelData.load(args.src, args.tgt, Vocabulary.load(args.src_vocab), Vocabulary.load(args.tgt_vocab))
     except (ValueError, FileNotFoundError) as err:

@@ -39,11 +39,23 @@ from nmtlib.models.seq2seq import Seq2Seq
 from nmtlib.train import checkpoint
 
 
-def load_model(path: str | Path, device: torch.device) -> tuple[Seq2Seq, dict[str, Any]]:
-    record = checkpoint.load(path)
-    cfg = ModelConfig(**record["variant"]["model"])
-    model = build_model(cfg, record["src_vocab_size"], record["tgt_vocab_size"])
-    model.load_state_dict(record["model"])
+def load_model(path: str | Path, device: torch.device, src_vocab: str | Path | None = None,
+               tgt_vocab: str | Path | None = None) -> tuple[Seq2Seq, dict[str, Any]]:
+    """A trained model and its record. With ``src_vocab`` and ``tgt_vocab`` (every command passes
+    them), vocabulary files other than those it was trained with are refused
+    (:func:`nmtlib.train.checkpoint.check_vocabularies`). Every failure is a
+    :class:`nmtlib.train.checkpoint.CheckpointError` (a ValueError) naming ``path``."""
+    record = checkpoint.load_model_record(path)
+    if src_vocab is not None and tgt_vocab is not None:
+        checkpoint.check_vocabularies(record, path, src_vocab, tgt_vocab)
+    try:
+        cfg = ModelConfig(**record["variant"]["model"])
+        model = build_model(cfg, record["src_vocab_size"], record["tgt_vocab_size"])
+        model.load_state_dict(record["model"])
+    except (TypeError, ValueError, KeyError, RuntimeError) as err:  # options or weights of another nmtlib version
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise checkpoint.CheckpointError(f"{path}: its weights do not fit the model its variant describes "
+                                         f"({reason})") from None
     return model.to(device).eval(), record
 
 
@@ -137,7 +149,8 @@ def translate_file(
     nothing); ``dictionary`` is used only when it is True."""
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
     src_vocab, tgt_vocab = Vocabulary.load(src_vocab_path), Vocabulary.load(tgt_vocab_path)
-    models = [load_model(p, device)[0] for p in model_paths]
+    # every model of an ensemble must have been trained with these vocabularies
+    models = [load_model(p, device, src_vocab_path, tgt_vocab_path)[0] for p in model_paths]
     data = ParallelData.load(src_path, None, src_vocab, tgt_vocab)
     source_tokens = [line.split() for line in read_lines(src_path)]
     hyps, times = decode_data(models, data, opts, device, progress)
