@@ -47,13 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"nmtlib.commands.{name}")
-        except ModuleNotFoundError as err:  # a command whose module is not written yet
-            if err.name == f"nmtlib.commands.{name}":
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(f"nmtlib.commands.{name}").register(sub)
     return parser
 
 

@@ -206,17 +206,6 @@ class VariantConfig:
         """What determines a trained model (no report labels): checkpoints are keyed by it."""
         return {k: v for k, v in self.to_dict().items() if k not in LABEL_KEYS}
 
-    @property
-    def attention_label(self) -> str:
-        """Value of the ``attention`` column in results tables."""
-        if self.model.arch == "rnnsearch" and self.model.attention == "global":
-            return "rnnsearch"
-        return self.model.attention
-
-    @property
-    def score_label(self) -> str:
-        return "" if self.model.attention == "none" else self.model.score
-
 
 def _fields(cls: type) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(cls)}

@@ -609,8 +609,9 @@ def test_a_cache_dir_with_spaces_and_semicolons_reaches_the_shell_quoted(tmp_pat
     commands = shell_commands(run.stdout + run.stderr)
     download = next(c for c in commands if "download" in c)
     assert download[download.index("--cache") + 1] == str(cache)
-    copies = [c for c in commands if c[:2] == ["gzip", "-cdf"]]
-    assert sorted(c[2] for c in copies) == sorted(str(cache / "multi30k" / f) for f in files)
+    copies = [c for c in commands if c[2:5] == ["nmtlib", "corpus", "copy"]]
+    assert sorted(c[6] for c in copies) == sorted(files)
+    assert all(c[c.index("--cache") + 1] == str(cache) for c in copies)
     # the commands did what the quoted paths say, and nothing else
     for split, name in (("train", "train"), ("dev", "val"), ("test", "test_2016_flickr")):
         for side, lang in (("src", "de"), ("tgt", "en")):
@@ -825,3 +826,37 @@ def test_a_failing_rerun_leaves_finished_results_byte_identical(interrupted_work
     # every result of the finished run: same bytes, same mtime
     after = _snapshot(w.work)
     assert {f: after.get(f) for f in before} == before
+
+
+def test_a_killed_driver_leaves_a_lock_that_unlock_clears(interrupted_workflow):
+    """kill -9 of snakemake and its jobs (the node running the driver dies) while it decodes with a
+    new beam: the next run refuses the locked folder and says what to do; ``--unlock`` clears the
+    lock and ``--rerun-incomplete`` redoes the killed jobs, and trains nothing."""
+    w = interrupted_workflow
+    config = yaml.safe_load(w.config.read_text())
+    config["decode"]["beam"] = 2
+    config_file = write_yaml(w.base / "beam two.yaml", config)
+    cmd = [*w.cmd[:w.cmd.index("--configfile")], "--configfile", str(config_file)]
+    log = w.base / "5-sigkill.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    _wait_for(lambda: re.search(r"^(local)?rule translate:", log.read_text(), re.M), proc, log, "a translate job")
+    _wait_quiet(log, proc, quiet=0.3)  # the job has started (a translate job lives 2 s or more)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    before = _snapshot(w.work)
+    assert _incomplete(w.work)
+
+    locked = snakemake(w.work, "--cores", "1", "--configfile", str(config_file), timeout=120)
+    assert locked.returncode != 0
+    message = locked.stdout + locked.stderr
+    assert "Directory cannot be locked" in message and "--unlock" in message, message[-2000:]
+    assert _snapshot(w.work) == before  # the refused run touched nothing
+
+    assert snakemake(w.work, "--unlock", "--configfile", str(config_file), timeout=120).returncode == 0
+    finish = snakemake(w.work, "--cores", "2", "--rerun-incomplete", "--configfile", str(config_file), timeout=600)
+    assert finish.returncode == 0, finish.stderr[-3000:]
+    rules = _rules_run(finish.stdout + finish.stderr)
+    assert "translate" in rules and "train_model" not in rules, (finish.stdout + finish.stderr)[-3000:]
+    assert not _incomplete(w.work)
+    assert (w.work / "results/tiny/translations/global-general-feed/seed1/test.beam2.txt").is_file()
