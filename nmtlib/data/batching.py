@@ -40,6 +40,23 @@ class ParallelData:
         return cls(src, tgt)
 
 
+def truncate_sources(data: ParallelData, max_len: int | None) -> dict[int, int]:
+    """Cut every source sentence of ``data`` longer than ``max_len`` tokens to its first
+    ``max_len`` (in place); ``None`` cuts nothing. Returns ``{index: tokens before the cut}`` of
+    the sentences it cut, so that the caller can say so (``nmtlib translate`` warns and records
+    ``truncated_from``; :func:`nmtlib.decode.translate.translate_file`)."""
+    if max_len is None:
+        return {}
+    if max_len < 1:
+        raise ValueError(f"decode max_src_len must be at least 1, got {max_len}")
+    cut = {}
+    for i, sentence in enumerate(data.src):
+        if len(sentence) > max_len:
+            cut[i] = len(sentence)
+            data.src[i] = sentence[:max_len]
+    return cut
+
+
 @dataclass
 class Batch:
     indices: list[int]  #: positions of the batch's sentences in the data set

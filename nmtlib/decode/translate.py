@@ -10,13 +10,23 @@ Outputs:
   sentence's batch divided by its size: exact with ``batch_size`` 1; with ``in_flight`` > 1 the
   batch's share of the wall time, :func:`nmtlib.decode.interleave.interleave`), ``scores_computed`` and
   ``avg_window`` (score evaluations per step averaged over beam hypotheses, Shu & Nakayama §5;
-  the test set's window is the mean of these, :func:`nmtlib.metrics.window.mean_window`).
+  the test set's window is the mean of these, :func:`nmtlib.metrics.window.mean_window`), and
+  ``truncated_from`` on a sentence whose source was cut (below).
+
+Long sources. A source line of more than ``max_src_len`` tokens (:data:`MAX_SRC_LEN` unless
+given; ``None``: no limit) is decoded from its first ``max_src_len`` tokens: a warning on stderr
+names the file and line, and the line's record in ``.jsonl`` has ``"truncated_from": <tokens>``.
+The output keeps one line per input line; nothing fails and nothing is dropped. The search keeps
+every step's attention for unknown-word replacement, K·(r·L + 10)·L floats for a source of L
+tokens at beam K and ``max_len_ratio`` r: 6 MB at L = 250, K = 12, r = 2, but up to 1 TB at
+L = 100,000.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +37,7 @@ from tqdm import tqdm
 
 from nmtlib.atomic import write_lines
 from nmtlib.config import ModelConfig
-from nmtlib.data.batching import ParallelData, collate, read_lines
+from nmtlib.data.batching import ParallelData, collate, read_lines, truncate_sources
 from nmtlib.data.vocab import EOS_ID, Vocabulary
 from nmtlib.decode.beam import Ensemble, Hypothesis, Search, beam_search_steps, greedy_search_steps
 from nmtlib.decode.graphs import GraphedSteps
@@ -59,6 +69,12 @@ def load_model(path: str | Path, device: torch.device, src_vocab: str | Path | N
     return model.to(device).eval(), record
 
 
+#: default ``DecodeOptions.max_src_len``: source tokens decoded per line; the rest of a longer line
+#: is cut (module docstring). Five times the papers' training limit of 50 words (Luong et al. 2015
+#: §4.1, ``data.max_len``): far past what the models saw in training, and a bounded search.
+MAX_SRC_LEN = 250
+
+
 @dataclass
 class DecodeOptions:
     beam: int = 12
@@ -70,6 +86,7 @@ class DecodeOptions:
     cuda_graphs: bool = False  #: replay beam-search steps as CUDA graphs (CUDA only; nmtlib.decode.graphs)
     tf32: bool = False  #: float32 matrix products in TF32 on CUDA (:func:`matmul_precision`)
     in_flight: int = 1  #: batches decoded at once on CUDA, their steps interleaved (nmtlib.decode.interleave)
+    max_src_len: int | None = MAX_SRC_LEN  #: source tokens decoded per line, the rest cut (None: all)
 
 
 @contextlib.contextmanager
@@ -131,6 +148,23 @@ def decode_data(
     return hyps, times
 
 
+def limit_source_lengths(data: ParallelData, max_src_len: int | None, src_path: Path, out_prefix: Path,
+                         shown: int = 10) -> dict[int, int]:
+    """Cut the sources of ``data`` longer than ``max_src_len`` (:func:`truncate_sources`) and warn
+    on stderr, one line per cut line (the first ``shown``, then how many more).
+    Returns ``{index: tokens before the cut}``."""
+    cut = truncate_sources(data, max_src_len)
+    for n, (i, tokens) in enumerate(sorted(cut.items())):
+        if n == shown:
+            print(f"nmtlib translate: warning: {src_path}: {len(cut) - shown} more line(s) over {max_src_len} tokens "
+                  f"truncated the same way (see \"truncated_from\" in {out_prefix}.jsonl)", file=sys.stderr)
+            break
+        print(f"nmtlib translate: warning: {src_path}:{i + 1}: {tokens} tokens, translated from its first "
+              f"{max_src_len} (decode max_src_len); its record in {out_prefix}.jsonl says \"truncated_from\": "
+              f"{tokens}", file=sys.stderr)
+    return cut
+
+
 def translate_file(
     model_paths: list[Path],
     src_path: Path,
@@ -152,6 +186,7 @@ def translate_file(
     # every model of an ensemble must have been trained with these vocabularies
     models = [load_model(p, device, src_vocab_path, tgt_vocab_path)[0] for p in model_paths]
     data = ParallelData.load(src_path, None, src_vocab, tgt_vocab)
+    truncated = limit_source_lengths(data, opts.max_src_len, src_path, out_prefix)  # {line index: tokens}
     source_tokens = [line.split() for line in read_lines(src_path)]
     hyps, times = decode_data(models, data, opts, device, progress)
 
@@ -167,6 +202,7 @@ def translate_file(
             "id": i, "score": round(h.score, 4), "length": len(words), "time_ms": round(ms, 3),
             "device": device_name, "scores_computed": h.scores_computed, "hypothesis_steps": h.hypothesis_steps, "avg_window": round(h.average_window, 4),
             "window_per_step": [round(x, 3) for x in h.window_per_step],
+            **({"truncated_from": truncated[i]} if i in truncated else {}),
         })
     write_lines(Path(f"{out_prefix}.txt"), plain)
     write_lines(Path(f"{out_prefix}.unk.txt"), replaced)
@@ -177,4 +213,5 @@ def translate_file(
         "avg_window": mean_window(details),
         "time_ms_per_sentence": sum(times) / max(1, len(times)),
         "output_tokens": steps,
+        "truncated": len(truncated),
     }
