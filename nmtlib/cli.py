@@ -33,6 +33,22 @@ class NmtlibError(Exception):
     """An error the user can act on: printed as one line, no traceback, exit code 2."""
 
 
+def positive_int(text: str) -> int:
+    """An argparse ``type=`` for counts (threads, sizes): ``--threads 0`` is an error, not "all cores"."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threads", type=positive_int, default=None, metavar="N",
+                        help="CPU threads for PyTorch (default: all cores; the workflow passes its rule's threads)")
+
+
 def set_threads(threads: int | None) -> None:
     """Pin PyTorch's intra-op threads. Oversubscribed OpenMP threads spin against each other:
     with two 2-thread jobs on 2 cores, training ran 5x slower than with 1 thread each."""

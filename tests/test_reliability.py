@@ -187,6 +187,71 @@ def test_one_definition_checks_an_option_at_every_entry_point(tiny_corpus, tmp_p
     assert not (tmp_path / "model").exists() and not list(tmp_path.glob("out*"))
 
 
+def test_set_names_an_unknown_key_and_reads_numbers_as_json(tiny_corpus, tmp_path, capsys):
+    from nmtlib.commands.train import load_variant
+
+    spec = json.dumps({"name": "base", "options": {"attention": "none", "input_feed": False}})
+    with pytest.raises(NmtlibError, match=r"^--set lr_decay=0.5: unknown option 'lr_decay'; valid options: "
+                                          r"\['batch_size', .*'decay_factor'"):
+        load_variant(None, ["lr_decay=0.5"], spec)
+    # JSON first: 1e-4 is a number here, where YAML 1.1 (the config file) would read a string
+    variant = load_variant(None, ["lr=1e-4", "bf16=true", "init_range=null", "optimizer=adam"], spec)
+    assert (variant.train.lr, variant.train.bf16, variant.train.init_range, variant.train.optimizer) == (
+        0.0001, True, None, "adam")
+
+
+#: writes that are not through ``atomic_write`` on purpose: the sink is an atomic file object, or
+#: the file lies in a temporary folder that is renamed into place as a whole
+_PLAIN_WRITES_ALLOWED = {
+    ("nmtlib/atomic.py", None),
+    ("nmtlib/train/checkpoint.py", "torch.save(obj, f)"),
+    ("nmtlib/report/figures.py", 'fig.savefig(f, format="png"'),
+    ("nmtlib/commands/align.py", "np.savez_compressed(f,"),
+    ("nmtlib/data/download.py", 'open(dst, "w"'),  # sgm_to_text: its callers pass an atomic temp name
+    ("nmtlib/data/download.py", "(tmp / _MARKER).write_text("),  # inside the folder renamed into place
+}
+
+
+def test_every_output_is_written_through_atomic_write():
+    """A plain ``open(…, "w")``, ``write_text``, ``savefig`` or ``torch.save`` to a path can leave a
+    half file that a rerun takes as finished; every writer in nmtlib goes through atomic_write."""
+    pattern = re.compile(r"write_text\(|write_bytes\(|open\([^)]*[\"']w|savefig\(|savez(_compressed)?\(|torch\.save\(")
+    found = []
+    for path in sorted((ROOT / "nmtlib").rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if pattern.search(line) and not any(
+                    rel == f and (snippet is None or snippet in line) for f, snippet in _PLAIN_WRITES_ALLOWED):
+                found.append(f"{rel}:{number}: {line.strip()}")
+    assert found == []
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"a\nb\n", "a vocabulary starts with ('<pad>', '<unk>', '<bos>', '<eos>'), got ['a', 'b']"),
+    (b"<pad>\n<unk>\n<bos>\n<eos>\nHaus\nHaus\n", "line 6: 'Haus' is already on line 5: a word appears once"),
+    (b"<pad>\n<unk>\n<bos>\n<eos>\n\xff\xfe\n", "invalid UTF-8 (invalid start byte)"),
+], ids=["no-specials", "duplicate-word", "binary"])
+def test_a_file_that_is_not_a_vocabulary_is_named_with_its_line(tiny_corpus, tmp_path, capsys, content, reason):
+    bad = tmp_path / "vocab.src"
+    bad.write_bytes(content)
+    code = nmtlib_main(["translate", "--model", str(tmp_path / "model.pt"), "--src", str(tiny_corpus / "test.src"),
+                        "--src-vocab", str(bad), "--tgt-vocab", str(tiny_corpus / "vocab.tgt"),
+                        "--out-prefix", str(tmp_path / "out"), "--no-progress"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == f"nmtlib translate: error: {bad}: not a vocabulary: {reason}" + (
+        "" if "UTF-8" in reason else " (write one with nmtlib vocab)")
+    assert not list(tmp_path.glob("out*"))
+
+
+@pytest.mark.parametrize("command", [["train"], ["translate"], ["align"], ["evaluate", "perplexity"]])
+def test_zero_threads_is_an_error_not_all_cores(capsys, command):
+    with pytest.raises(SystemExit) as exit_:
+        nmtlib_main([*command, "--threads", "0"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"nmtlib {' '.join(command)}: error: argument --threads: must be at least 1, got 0")
+
+
 def test_yaml_python_tags_are_refused_by_every_yaml_reader(tmp_path):
     from nmtlib.commands.train import load_variant
     from nmtlib.data.download import load_registry

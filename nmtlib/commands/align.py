@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from nmtlib.atomic import atomic_write
-from nmtlib.cli import NmtlibError
+from nmtlib.cli import NmtlibError, add_threads_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,8 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the same with each step's weights assigned to the word it predicted")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads for PyTorch (default: all cores; the workflow passes its rule's threads)")
+    add_threads_argument(p)
     p.set_defaults(func=run)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nmtlib.atomic import write_json
-from nmtlib.cli import NmtlibError
+from nmtlib.cli import NmtlibError, add_threads_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--src-vocab", type=Path, required=True)
     m.add_argument("--tgt-vocab", type=Path, required=True)
     m.add_argument("--batch-size", type=int, default=64)
-    m.add_argument("--threads", type=int, default=None)
+    add_threads_argument(m)
     m.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     m.add_argument("--out", type=Path, required=True)
     m.set_defaults(func=run_perplexity)

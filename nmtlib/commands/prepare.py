@@ -11,14 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from nmtlib.cli import positive_int
 from nmtlib.data.tokenize import available_tokenizers
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def _ratio(text: str) -> float:
@@ -77,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--max-len",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="drop pairs with more than N tokens on either side",
     )
@@ -94,7 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write {read, kept, dropped_long, dropped_empty, dropped_ratio} here",
     )
     p.add_argument(
-        "--jobs", type=_positive_int, default=1, metavar="N", help="tokenizer processes (default 1)"
+        "--jobs", type=positive_int, default=1, metavar="N", help="tokenizer processes (default 1)"
     )
     p.set_defaults(func=run)
 

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from nmtlib.cli import NmtlibError
+from nmtlib.cli import NmtlibError, add_threads_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,8 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--init-from", type=Path, default=None, help="start from this model.pt (fine-tuning stage)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a train option, e.g. --set max_steps=20 (repeatable)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads for PyTorch (default: all cores; the workflow passes its rule's threads)")
+    add_threads_argument(p)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from nmtlib.atomic import atomic_write
-from nmtlib.cli import NmtlibError
+from nmtlib.cli import NmtlibError, add_threads_argument
 from nmtlib.config import DecodeConfig, TrainConfig, argparse_type, option_choices, option_help
 
 
@@ -28,8 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="replace no <unk> (PREFIX.unk.txt is then the raw output; Shu & Nakayama's protocol)")
     p.add_argument("--device", default="auto", choices=option_choices(TrainConfig, "device"))
     p.add_argument("--summary", type=Path, default=None, help="also write the JSON summary here")
-    p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads for PyTorch (default: all cores; the workflow passes its rule's threads)")
+    add_threads_argument(p)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 

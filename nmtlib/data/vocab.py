@@ -23,9 +23,11 @@ class Vocabulary:
         self.itos: list[str] = list(words)
         if tuple(self.itos[:4]) != SPECIALS:
             raise ValueError(f"a vocabulary starts with {SPECIALS}, got {self.itos[:4]}")
-        self.stoi: dict[str, int] = {w: i for i, w in enumerate(self.itos)}
-        if len(self.stoi) != len(self.itos):
-            raise ValueError("duplicate words in vocabulary")
+        self.stoi: dict[str, int] = {}
+        for i, w in enumerate(self.itos):
+            if w in self.stoi:
+                raise ValueError(f"line {i + 1}: {w!r} is already on line {self.stoi[w] + 1}: a word appears once")
+            self.stoi[w] = i
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -53,5 +55,11 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:
-        with open(path, encoding="utf-8") as f:
-            return cls(line.rstrip("\n") for line in f)
+        """:raises ValueError: naming the file (and the line) when it is not a vocabulary."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                return cls([line.rstrip("\n") for line in f])
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path}: not a vocabulary: invalid UTF-8 ({err.reason})") from None
+        except ValueError as err:
+            raise ValueError(f"{path}: not a vocabulary: {err} (write one with nmtlib vocab)") from None

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from nmtlib.atomic import atomic_write
 from nmtlib.config import VariantConfig
 from nmtlib.data.batching import ParallelData, collate, length_sorted_batches, sequential_batches
 from nmtlib.data.vocab import Vocabulary
@@ -465,14 +466,10 @@ class Trainer:
                 "parameters": count_parameters(model)}
 
     def _write_log(self, log: list[dict[str, Any]]) -> None:
-        path = self.paths.out_dir / "train_log.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".csv.tmp")
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=LOG_FIELDS)
+        with atomic_write(self.paths.out_dir / "train_log.csv") as f:
+            writer = csv.DictWriter(f, fieldnames=LOG_FIELDS, lineterminator="\r\n")
             writer.writeheader()
             writer.writerows(log)
-        os.replace(tmp, path)
 
     def _write_env(self, model: nn.Module) -> None:
         """What makes this run reproducible: code, config, packages, device, seeds, data hashes."""
@@ -497,9 +494,8 @@ class Trainer:
                 **{r["path"]: r["sha256"] for r in self.vocabularies.values()},
             },
         }
-        tmp = self.paths.out_dir / "env.json.tmp"
-        tmp.write_text(json.dumps(env, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, self.paths.out_dir / "env.json")
+        with atomic_write(self.paths.out_dir / "env.json") as f:
+            f.write(json.dumps(env, indent=2) + "\n")
 
 
 def _python_rng_state() -> tuple:
