@@ -182,6 +182,11 @@ class DecodeConfig:
     tf32: bool = option(False, "float32 matrix products in TF32 on CUDA (see nmtlib.decode.translate.matmul_precision)")
     in_flight: int = option(1, "batches decoded at once on CUDA, their steps interleaved (see "
                                "nmtlib.decode.interleave)", AT_LEAST_1)
+    #: Five times the papers' training limit of 50 words (Luong et al. 2015 §4.1, ``data.max_len``):
+    #: far past what the models saw in training, and a search whose attention fits in memory
+    max_src_len: int = option(250, "source tokens decoded per line: a longer line is translated from its first "
+                                   "max_src_len, with a warning and \"truncated_from\" in its .jsonl record",
+                              AT_LEAST_1)
 
 
 VARIANT_META_KEYS = ("train", "decode", "finetune_from", "description", "paper_row")

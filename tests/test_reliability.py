@@ -145,6 +145,8 @@ ENTRY_POINT_CASES = [
      ["--batch-size", "-1"], "argument --batch-size: must be at least 1, got -1"),
     ("decode", "max_len_ratio", 0, "decode.max_len_ratio: 0 is less than or equal to the minimum of 0",
      ["--max-len-ratio", "0"], "argument --max-len-ratio: must be greater than 0, got 0.0"),
+    ("decode", "max_src_len", 0, "decode.max_src_len: 0 is less than the minimum of 1",
+     ["--max-src-len", "0"], "argument --max-src-len: must be at least 1, got 0"),
     ("decode", "taus", [-1], "decode.taus.0: -1 is less than or equal to the minimum of 0",
      ["--tau", "-1"], "argument --tau: must be greater than 0, got -1.0"),
     ("decode", "taus", [float("nan")], "variants.base.decode.taus: must be a finite number, got nan",
@@ -800,7 +802,7 @@ def interrupted_workflow(tmp_path_factory) -> SimpleNamespace:
 
 
 def _rules_run(log: str) -> set[str]:
-    return set(re.findall(r"^(?:local)?rule (\w+):", log, re.M))
+    return set(re.findall(r"^(?:local)?(?:rule|checkpoint) (\w+):", log, re.M))
 
 
 def test_interrupted_workflow_finishes_the_rest_and_redoes_nothing(interrupted_workflow):

@@ -143,7 +143,7 @@ def _tail(text: str, lines: int = 60) -> str:
 
 
 SUBMITTED = re.compile(r"^Job (\d+) has been submitted with SLURM jobid (\d+) \(log: (.+)\)\.$", re.M)
-RULE_BLOCK = re.compile(r"^(local)?rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)$", re.M)
+RULE_BLOCK = re.compile(r"^(local)?(?:rule|checkpoint) (\w+):\n(?:    .*\n)*?    jobid: (\d+)$", re.M)
 
 
 def _rule_blocks(text: str) -> list[tuple[bool, str, int]]:
@@ -236,7 +236,7 @@ def test_profile_dry_run_maps_resources(tmp_path: Path) -> None:
     text = Run(["--cores", "8", "--profile", "slurm", "-n"], wd, env, wd / "dry.log").check(RUN_TIMEOUT)
     assert "Using profile slurm for setting default command line arguments" in text
     profile = yaml.safe_load((ROOT / "slurm" / "config.yaml").read_text())
-    jobs = re.findall(r"^(local)?rule (\w+):\n(?:    .*\n)*?    resources: (.*)$", text, re.M)
+    jobs = re.findall(r"^(local)?(?:rule|checkpoint) (\w+):\n(?:    .*\n)*?    resources: (.*)$", text, re.M)
     rules = {rule for _, rule, _ in jobs if rule != "all"}
     assert GPU_RULES <= rules and {"prepare_split", "score_translation", "make_report"} <= rules, rules
     assert rules <= set(profile["set-resources"]), rules - set(profile["set-resources"])
@@ -302,7 +302,7 @@ def test_workflow_through_slurm(local_tiny: Run, cluster, tmp_path: Path) -> Non
         assert (" --gpus=1 " in line) == (rule in GPU_RULES), line
         # the job's Slurm log: the jobstep's Snakemake ran this very job on the node
         assert log.exists(), f"no Slurm log {log} for job {sid} ({rule})"
-        assert re.search(rf"^(local)?rule {rule}:", log.read_text(errors="replace"), re.M), log
+        assert re.search(rf"^(local)?(?:rule|checkpoint) {rule}:", log.read_text(errors="replace"), re.M), log
 
     # results equal the local run's
     mine, ref = wd / "results" / "tiny", local_tiny.cwd / "results" / "tiny"

@@ -175,13 +175,14 @@ def test_every_dataclass_option_is_in_the_schema_with_its_range():
 
 
 def test_gpu_decode_options_reach_every_translate_command(tmp_path):
-    """``decode.cuda_graphs``, ``tf32`` and ``in_flight`` are passed on by the translate rule."""
-    config = write_config(tmp_path, lambda c: c["decode"].update(cuda_graphs=True, tf32=True, in_flight=2))
+    """``decode.cuda_graphs``, ``tf32``, ``in_flight`` and ``max_src_len`` are passed on by the translate rule."""
+    config = write_config(tmp_path, lambda c: c["decode"].update(cuda_graphs=True, tf32=True, in_flight=2,
+                                                                 max_src_len=80))
     run = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(config), timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     commands = [line for line in run.stdout.splitlines() if " translate " in line]
     assert len(commands) == 3  # base, global-general-feed, ens
-    assert all("--cuda-graphs --tf32 --in-flight 2" in c for c in commands), commands
+    assert all("--cuda-graphs --tf32 --in-flight 2 --max-src-len 80" in c for c in commands), commands
 
 
 def test_unk_replace_false_reaches_every_translate_command(tmp_path):

@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 #: DecodeConfig options that are flags of ``translate`` (``taus`` is ``--tau``, one at a time, and
 #: ``unk_replace`` is ``--no-unk-replace``): type, range, default and help come from their definition
-_FLAGS = ("beam", "max_len_ratio", "length_norm", "batch_size", "cuda_graphs", "tf32", "in_flight")
+_FLAGS = ("beam", "max_len_ratio", "length_norm", "batch_size", "cuda_graphs", "tf32", "in_flight", "max_src_len")
 
 
 def _decode_flags(p: argparse.ArgumentParser) -> None:
@@ -60,8 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.train.trainer import select_device
 
     torch.set_grad_enabled(False)
-    opts = DecodeOptions(args.beam, args.max_len_ratio, args.length_norm, args.batch_size, args.tau, args.greedy,
-                         args.cuda_graphs, args.tf32, args.in_flight)
+    opts = DecodeOptions(tau=args.tau, greedy=args.greedy, **{key: getattr(args, key) for key in _FLAGS})
     try:
         dictionary = load_dictionary(args.dict) if args.dict and not args.no_unk_replace else None
         result = translate_file(args.model, args.src, args.src_vocab, args.tgt_vocab, args.out_prefix, opts,

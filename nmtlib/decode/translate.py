@@ -36,7 +36,7 @@ import torch
 from tqdm import tqdm
 
 from nmtlib.atomic import write_lines
-from nmtlib.config import ModelConfig
+from nmtlib.config import DecodeConfig, ModelConfig
 from nmtlib.data.batching import ParallelData, collate, read_lines, truncate_sources
 from nmtlib.data.vocab import EOS_ID, Vocabulary
 from nmtlib.decode.beam import Ensemble, Hypothesis, Search, beam_search_steps, greedy_search_steps
@@ -70,22 +70,21 @@ def load_model(path: str | Path, device: torch.device, src_vocab: str | Path | N
 
 
 #: default ``DecodeOptions.max_src_len``: source tokens decoded per line; the rest of a longer line
-#: is cut (module docstring). Five times the papers' training limit of 50 words (Luong et al. 2015
-#: §4.1, ``data.max_len``): far past what the models saw in training, and a bounded search.
-MAX_SRC_LEN = 250
+#: is cut (module docstring); defined with the other decoding options in :class:`DecodeConfig`
+MAX_SRC_LEN = DecodeConfig.max_src_len
 
 
 @dataclass
 class DecodeOptions:
-    beam: int = 12
-    max_len_ratio: float = 2.0
-    length_norm: bool = False
-    batch_size: int = 64
+    beam: int = DecodeConfig.beam
+    max_len_ratio: float = DecodeConfig.max_len_ratio
+    length_norm: bool = DecodeConfig.length_norm
+    batch_size: int = DecodeConfig.batch_size
     tau: float | None = None  #: Flexible Attention threshold (None = ∞)
     greedy: bool = False  #: use the plain argmax decoder (identical to beam 1)
-    cuda_graphs: bool = False  #: replay beam-search steps as CUDA graphs (CUDA only; nmtlib.decode.graphs)
-    tf32: bool = False  #: float32 matrix products in TF32 on CUDA (:func:`matmul_precision`)
-    in_flight: int = 1  #: batches decoded at once on CUDA, their steps interleaved (nmtlib.decode.interleave)
+    cuda_graphs: bool = DecodeConfig.cuda_graphs  #: replay beam-search steps as CUDA graphs (CUDA only)
+    tf32: bool = DecodeConfig.tf32  #: float32 matrix products in TF32 on CUDA (:func:`matmul_precision`)
+    in_flight: int = DecodeConfig.in_flight  #: batches decoded at once on CUDA, their steps interleaved
     max_src_len: int | None = MAX_SRC_LEN  #: source tokens decoded per line, the rest cut (None: all)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from nmtlib.config import LABEL_KEYS, ConfigError, setting_name
+from nmtlib.config import LABEL_KEYS, ConfigError, DecodeConfig, setting_name
 from nmtlib.workflow_config import validate_config
 
 try:

@@ -14,6 +14,8 @@ def translate_options(wildcards):
         opts.append("--tf32")
     if d.in_flight > 1:
         opts += ["--in-flight", str(d.in_flight)]
+    if d.max_src_len != DecodeConfig.max_src_len:  # only when set, so earlier translations keep their params
+        opts += ["--max-src-len", str(d.max_src_len)]
     if tau is not None:
         opts += ["--tau", str(tau)]
     if not d.unk_replace:
