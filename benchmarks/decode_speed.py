@@ -80,7 +80,7 @@ def synthetic_corpus(size: int) -> tuple[Path, dict]:
         cmd = [sys.executable, "-m", "nmtlib", "corpus", "synthetic", "--out", str(folder), "--seed", "1",
                "--train", str(size), "--dev", "500", "--test", "500"]
         subprocess.run(cmd, check=True, capture_output=True)
-        from nmtlib.data.batching import read_lines
+        from nmtlib.files import read_lines
         from nmtlib.data.vocab import Vocabulary
 
         for side in ("src", "tgt"):
@@ -92,7 +92,7 @@ def trained_model(arch: str, args, corpus: Path, device):
     """nmtlib's Trainer, ``--train-steps`` updates; cached by (arch, scale, steps, dropout, seed)."""
     import torch
 
-    from nmtlib.decode.translate import load_model
+    from nmtlib.checkpoint import load_model
     from nmtlib.train.trainer import Trainer, TrainPaths
 
     scale = bc.SCALES[args.scale]

@@ -76,7 +76,7 @@ def main(argv=None) -> int:
         from nmtlib.decode.translate import DecodeOptions, decode_data
 
         if args.model:
-            from nmtlib.decode.translate import load_model
+            from nmtlib.checkpoint import load_model
 
             model, record = load_model(args.model, torch.device("cpu"))
             scale = replace(scale, src_vocab=record["src_vocab_size"])

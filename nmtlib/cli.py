@@ -13,6 +13,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from nmtlib.errors import NmtlibError
+
 #: sub-command modules under ``nmtlib.commands``, in the order ``--help`` lists them
 COMMANDS: tuple[str, ...] = (
     "corpus",
@@ -27,10 +29,6 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "publish",
 )
-
-
-class NmtlibError(Exception):
-    """An error the user can act on: printed as one line, no traceback, exit code 2."""
 
 
 def positive_int(text: str) -> int:

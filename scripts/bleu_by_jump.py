@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nmtlib.metrics import read_lines
+from nmtlib.files import read_lines
 from nmtlib.metrics.bleu import tokenized_bleu
 
 

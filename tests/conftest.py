@@ -104,7 +104,7 @@ def tiny_train_paths(corpus: Path, out: Path):
 @pytest.fixture(scope="session")
 def tiny_corpus(tmp_path_factory) -> Path:
     """A small synthetic corpus with vocabularies, generated once per test session."""
-    from nmtlib.data.batching import read_lines
+    from nmtlib.files import read_lines
     from nmtlib.data.synthetic import write_corpus
     from nmtlib.data.vocab import Vocabulary
 

@@ -199,7 +199,7 @@ def test_trainer_on_cuda_reads_losses_late_and_still_stops_a_divergence(tiny_cor
             trainer.run()
     last = tmp_path / "nan" / "checkpoints" / "last.pt"
     if last.exists():
-        from nmtlib.train import checkpoint
+        from nmtlib import checkpoint
 
         state = checkpoint.load(last)
         assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())

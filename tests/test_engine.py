@@ -18,7 +18,7 @@ from nmtlib.config import TrainConfig, resolve_variant
 from nmtlib.data.batching import ParallelData, collate, length_sorted_batches
 from nmtlib.data.vocab import Vocabulary
 from nmtlib.decode.beam import Ensemble, beam_search, greedy_search
-from nmtlib.train import checkpoint
+from nmtlib import checkpoint
 from nmtlib.train.schedule import learning_rate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,7 +187,7 @@ def test_batches_are_length_sorted_and_order_depends_on_seed_and_epoch(tiny_corp
 
 @pytest.fixture(scope="module")
 def trained(tiny_corpus, reference_run):
-    from nmtlib.decode.translate import load_model
+    from nmtlib.checkpoint import load_model
 
     sv, tv = Vocabulary.load(tiny_corpus / "vocab.src"), Vocabulary.load(tiny_corpus / "vocab.tgt")
     data = ParallelData.load(tiny_corpus / "test.src", None, sv, tv)
@@ -354,7 +354,7 @@ def test_translate_without_unk_replace_copies_nothing_and_global_window_is_mean_
     source length, each sentence counted once (its own window is its length)."""
     import shutil
 
-    from nmtlib.data.batching import read_lines
+    from nmtlib.files import read_lines
     from nmtlib.data.vocab import Vocabulary
 
     # a 12-word target vocabulary: <unk> is the most frequent target token, so the model writes it

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from nmtlib.metrics import MetricInputError, read_lines
+from nmtlib.errors import InputError
+from nmtlib.files import read_lines
+from nmtlib.metrics import MetricInputError
 from nmtlib.metrics.bleu import detok_bleu, tokenized_bleu, tokenized_bleu_files
 
 from conftest import SCORER_CASES, score_cli, shared_fixtures
@@ -113,7 +115,7 @@ def test_read_lines_keeps_unterminated_last_line_and_empty_lines(tmp_path: Path)
     (tmp_path / "f").write_bytes(b"a b\n\nc\x0cd\n\xe2\x80\xa8e")
     assert read_lines(tmp_path / "f") == ["a b", "", "c\x0cd", "\u2028e"]
     (tmp_path / "bad").write_bytes(b"ok\n\xff\n")
-    with pytest.raises(MetricInputError, match=r"bad:2: not valid UTF-8"):
+    with pytest.raises(InputError, match=r"bad:2: not valid UTF-8"):
         read_lines(tmp_path / "bad")
 
 

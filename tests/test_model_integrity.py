@@ -27,7 +27,7 @@ import torch
 
 from conftest import restored_torch_switches
 from nmtlib.cli import main as nmtlib_main
-from nmtlib.train import checkpoint
+from nmtlib import checkpoint
 
 SPEC = {
     "name": "g",
@@ -76,7 +76,7 @@ def trained(tiny_corpus, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def vocabs(tiny_corpus, tmp_path_factory) -> dict[str, Path]:
     """Vocabulary files the model was not trained with (and one it was, copied elsewhere)."""
-    from nmtlib.data.batching import read_lines
+    from nmtlib.files import read_lines
     from nmtlib.data.synthetic import write_corpus
     from nmtlib.data.vocab import Vocabulary
 

@@ -38,7 +38,7 @@ import yaml
 
 from nmtlib.cli import NmtlibError
 from nmtlib.cli import main as nmtlib_main
-from nmtlib.train import checkpoint
+from nmtlib import checkpoint
 
 from conftest import ROOT, SHARED, SMALL, restored_torch_switches
 
@@ -206,7 +206,7 @@ def test_set_names_an_unknown_key_and_reads_numbers_as_json(tiny_corpus, tmp_pat
 #: the file lies in a temporary folder that is renamed into place as a whole
 _PLAIN_WRITES_ALLOWED = {
     ("nmtlib/atomic.py", None),
-    ("nmtlib/train/checkpoint.py", "torch.save(obj, f)"),
+    ("nmtlib/checkpoint.py", "torch.save(obj, f)"),
     ("nmtlib/report/figures.py", 'fig.savefig(f, format="png"'),
     ("nmtlib/commands/align.py", "np.savez_compressed(f,"),
     ("nmtlib/data/download.py", 'open(dst, "w"'),  # sgm_to_text: its callers pass an atomic temp name
@@ -371,7 +371,8 @@ LONG_SOURCE_VARIANTS = {
 @pytest.mark.parametrize("name", LONG_SOURCE_VARIANTS)
 def test_a_test_sentence_longer_than_any_training_sentence_decodes(tiny_corpus, tmp_path, name):
     from nmtlib.config import resolve_variant
-    from nmtlib.data.batching import ParallelData, read_lines
+    from nmtlib.data.batching import ParallelData
+    from nmtlib.files import read_lines
     from nmtlib.data.vocab import Vocabulary
     from nmtlib.decode.translate import DecodeOptions, decode_data
     from nmtlib.models.builder import build_model, init_uniform

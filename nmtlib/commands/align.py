@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from nmtlib.atomic import atomic_write
-from nmtlib.cli import NmtlibError, add_threads_argument
+from nmtlib.cli import add_threads_argument
+from nmtlib.errors import NmtlibError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.data.vocab import Vocabulary
     from nmtlib.decode.forced import alignment_rows, forced_attention
     from nmtlib.metrics.aer import alignments_from_attention, format_links
-    from nmtlib.decode.translate import load_model
-    from nmtlib.train.trainer import select_device
+    from nmtlib.checkpoint import load_model
+    from nmtlib.checkpoint import select_device
 
     device = select_device(args.device)
     try:

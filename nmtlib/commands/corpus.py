@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from nmtlib.cli import NmtlibError
+from nmtlib.errors import NmtlibError
 
 #: modules that add further ``corpus`` actions, in ``--help`` order
 ACTION_MODULES: tuple[str, ...] = ("nmtlib.commands.corpus_download",)

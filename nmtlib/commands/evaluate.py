@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from nmtlib.atomic import write_json
-from nmtlib.cli import NmtlibError, add_threads_argument
+from nmtlib.cli import add_threads_argument
+from nmtlib.errors import NmtlibError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,7 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_translation(args: argparse.Namespace) -> int:
     from nmtlib.data.vocab import UNK, Vocabulary
-    from nmtlib.metrics import check_parallel, read_lines
+    from nmtlib.files import read_lines
+    from nmtlib.metrics import check_parallel
     from nmtlib.metrics.bleu import detok_bleu, tokenized_bleu
     from nmtlib.metrics.buckets import bleu_by_length
     from nmtlib.metrics.ribes import corpus_ribes
@@ -121,9 +123,10 @@ def run_perplexity(args: argparse.Namespace) -> int:
     from nmtlib.cli import set_threads
     from nmtlib.data.batching import ParallelData
     from nmtlib.data.vocab import Vocabulary
-    from nmtlib.decode.translate import load_model
+    from nmtlib.checkpoint import load_model
     from nmtlib.metrics.perplexity import perplexity
-    from nmtlib.train.trainer import evaluate_nll, select_device
+    from nmtlib.checkpoint import select_device
+    from nmtlib.train.trainer import evaluate_nll
 
     set_threads(args.threads)
     device = select_device(args.device)
@@ -150,7 +153,7 @@ def run_perplexity(args: argparse.Namespace) -> int:
 
 
 def run_alignment(args: argparse.Namespace) -> int:
-    from nmtlib.metrics import read_lines
+    from nmtlib.files import read_lines
     from nmtlib.metrics.aer import score_aer
 
     srcs, tgts = read_lines(args.src), read_lines(args.tgt)

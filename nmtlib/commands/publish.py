@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nmtlib.cli import NmtlibError
+    from nmtlib.errors import NmtlibError
     from nmtlib.report.publish import results_page
 
     intro = args.intro.read_text(encoding="utf-8") if args.intro else ""

@@ -24,7 +24,7 @@ FIGURES = ["learning_curves", "bleu_by_length", "attention_heatmaps", "window_tr
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from nmtlib.cli import NmtlibError
+    from nmtlib.errors import NmtlibError
     from nmtlib.report import collect, figures
     from nmtlib.report.findings import findings_table, write_findings
     from nmtlib.report.paper import PaperRowError

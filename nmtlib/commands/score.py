@@ -115,7 +115,7 @@ def _run_ribes(args: argparse.Namespace) -> int:
 
 
 def _run_aer(args: argparse.Namespace) -> int:
-    from nmtlib.cli import NmtlibError
+    from nmtlib.errors import NmtlibError
     from nmtlib.metrics.aer import score_aer_files
 
     if args.src_tgt and (args.src or args.tgt):
@@ -128,7 +128,8 @@ def _run_aer(args: argparse.Namespace) -> int:
 
 
 def _run_buckets(args: argparse.Namespace) -> int:
-    from nmtlib.metrics import check_parallel, read_lines
+    from nmtlib.files import read_lines
+    from nmtlib.metrics import check_parallel
     from nmtlib.metrics.buckets import bleu_by_length
 
     srcs, refs, hyps = read_lines(args.src), read_lines(args.ref), read_lines(args.hyp)

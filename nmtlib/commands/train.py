@@ -6,7 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from nmtlib.cli import NmtlibError, add_threads_argument
+from nmtlib.cli import add_threads_argument
+from nmtlib.errors import NmtlibError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from nmtlib.atomic import atomic_write
-from nmtlib.cli import NmtlibError, add_threads_argument
+from nmtlib.cli import add_threads_argument
+from nmtlib.errors import NmtlibError
 from nmtlib.config import DecodeConfig, TrainConfig, argparse_type, option_choices, option_help
 
 
@@ -55,17 +56,17 @@ def run(args: argparse.Namespace) -> int:
     set_threads(args.threads)
     import torch
 
+    from nmtlib.checkpoint import select_device
     from nmtlib.decode.translate import DecodeOptions, translate_file
     from nmtlib.decode.unk import load_dictionary
-    from nmtlib.train.trainer import select_device
 
-    torch.set_grad_enabled(False)
     opts = DecodeOptions(tau=args.tau, greedy=args.greedy, **{key: getattr(args, key) for key in _FLAGS})
     try:
         dictionary = load_dictionary(args.dict) if args.dict and not args.no_unk_replace else None
-        result = translate_file(args.model, args.src, args.src_vocab, args.tgt_vocab, args.out_prefix, opts,
-                                dictionary, select_device(args.device), progress=not args.no_progress,
-                                unk_replace=not args.no_unk_replace)
+        with torch.no_grad():  # not torch.set_grad_enabled(False): in-process callers keep their autograd
+            result = translate_file(args.model, args.src, args.src_vocab, args.tgt_vocab, args.out_prefix, opts,
+                                    dictionary, select_device(args.device), progress=not args.no_progress,
+                                    unk_replace=not args.no_unk_replace)
     except (ValueError, FileNotFoundError) as err:
         raise NmtlibError(str(err)) from None
     result["tau"] = args.tau

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from nmtlib.cli import NmtlibError
+from nmtlib.errors import NmtlibError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nmtlib.data.batching import read_lines
+    from nmtlib.files import read_lines
     from nmtlib.data.vocab import Vocabulary
 
     if args.size < 1:

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from nmtlib.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
 # one reader for training, decoding and scoring: split on \n only, errors name file:line (a ValueError)
-from nmtlib.metrics import read_lines
+from nmtlib.files import read_lines
 
 
 @dataclass

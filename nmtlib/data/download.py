@@ -52,7 +52,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nmtlib.atomic import atomic_write, remove_stale_temporaries, temporary_name
-from nmtlib.cli import NmtlibError
+from nmtlib.errors import NmtlibError
 
 __all__ = [
     "ENV_CACHE",

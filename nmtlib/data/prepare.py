@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from nmtlib.atomic import atomic_write
-from nmtlib.cli import NmtlibError
+from nmtlib.errors import NmtlibError
 from nmtlib.data.tokenize import Tokenizer
 
 __all__ = ["PrepareStats", "prepare_parallel", "read_lines", "atomic_write", "length_filter"]

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from nmtlib.cli import NmtlibError
+from nmtlib.errors import NmtlibError
 
 __all__ = [
     "Tokenizer",

@@ -36,37 +36,17 @@ import torch
 from tqdm import tqdm
 
 from nmtlib.atomic import write_lines
-from nmtlib.config import DecodeConfig, ModelConfig
-from nmtlib.data.batching import ParallelData, collate, read_lines, truncate_sources
+from nmtlib.checkpoint import load_model
+from nmtlib.config import DecodeConfig
+from nmtlib.data.batching import ParallelData, collate, truncate_sources
+from nmtlib.files import read_lines
 from nmtlib.data.vocab import EOS_ID, Vocabulary
 from nmtlib.decode.beam import Ensemble, Hypothesis, Search, beam_search_steps, greedy_search_steps
 from nmtlib.decode.graphs import GraphedSteps
 from nmtlib.decode.interleave import interleave
 from nmtlib.decode.unk import replace_unknowns
 from nmtlib.metrics.window import mean_window
-from nmtlib.models.builder import build_model
 from nmtlib.models.seq2seq import Seq2Seq
-from nmtlib.train import checkpoint
-
-
-def load_model(path: str | Path, device: torch.device, src_vocab: str | Path | None = None,
-               tgt_vocab: str | Path | None = None) -> tuple[Seq2Seq, dict[str, Any]]:
-    """A trained model and its record. With ``src_vocab`` and ``tgt_vocab`` (every command passes
-    them), vocabulary files other than those it was trained with are refused
-    (:func:`nmtlib.train.checkpoint.check_vocabularies`). Every failure is a
-    :class:`nmtlib.train.checkpoint.CheckpointError` (a ValueError) naming ``path``."""
-    record = checkpoint.load_model_record(path)
-    if src_vocab is not None and tgt_vocab is not None:
-        checkpoint.check_vocabularies(record, path, src_vocab, tgt_vocab)
-    try:
-        cfg = ModelConfig(**record["variant"]["model"])
-        model = build_model(cfg, record["src_vocab_size"], record["tgt_vocab_size"])
-        model.load_state_dict(record["model"])
-    except (TypeError, ValueError, KeyError, RuntimeError) as err:  # options or weights of another nmtlib version
-        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise checkpoint.CheckpointError(f"{path}: its weights do not fit the model its variant describes "
-                                         f"({reason})") from None
-    return model.to(device).eval(), record
 
 
 #: default ``DecodeOptions.max_src_len``: source tokens decoded per line; the rest of a longer line

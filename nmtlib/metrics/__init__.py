@@ -8,52 +8,27 @@
 
 Every score is an object with ``to_dict()`` (what the CLI prints as JSON) and ``format()``
 (the reference tool's own output line), as in sacreBLEU. This package only holds the shared
-file helpers, so that ``nmtlib score`` imports nothing heavy (no torch, no numpy for BLEU).
+input checks, so that ``nmtlib score`` imports nothing heavy (no torch, no numpy for BLEU).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from os import PathLike
-from pathlib import Path
 
-from nmtlib.cli import NmtlibError
+from nmtlib.errors import InputError
+from nmtlib.files import read_lines
 
-__all__ = ["MetricInputError", "read_lines", "check_parallel", "check_nonempty", "read_scored_files"]
+__all__ = ["MetricInputError", "check_parallel", "check_nonempty", "read_scored_files"]
 
 
-class MetricInputError(NmtlibError, ValueError):
-    """Input that cannot be scored (unparallel files, bad link, unreadable file).
+class MetricInputError(InputError):
+    """Input that cannot be scored (unparallel files, a bad link, no segment).
 
-    A :class:`~nmtlib.cli.NmtlibError`, so the CLI prints it as one line with exit code 2, and a
-    :class:`ValueError`, so library callers can catch it without knowing about the CLI.
+    An :class:`~nmtlib.errors.InputError`: the CLI prints it as one line with exit code 2, and
+    library callers catch it as a :class:`ValueError`. Unreadable files raise the InputError of
+    :func:`nmtlib.files.read_lines`.
     """
-
-
-def read_lines(path: str | PathLike[str]) -> list[str]:
-    """Read a UTF-8 text file as one string per line, without the ``\\n``.
-
-    Lines are split on ``\\n`` only (not on the other separators ``str.splitlines`` knows, such
-    as U+2028 or form feed), like Perl's ``<FH>`` and Python's file iteration in the reference
-    scorers; a final line without ``\\n`` is kept whole. Carriage returns stay in the line: all
-    scorers split words on whitespace, which swallows them.
-
-    :raises MetricInputError: the file is missing, unreadable or not UTF-8 (with the line number).
-    """
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise MetricInputError(f"cannot read {path}: {err.strerror or err}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise MetricInputError(f"{path}:{line}: not valid UTF-8 ({err.reason})") from None
-    lines = text.split("\n")
-    if lines[-1] == "":  # the newline that ends the last line does not start another one
-        lines.pop()
-    return lines
 
 
 def check_parallel(

@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from nmtlib.metrics import MetricInputError, check_parallel, read_lines
+from nmtlib.files import read_lines
+from nmtlib.metrics import MetricInputError, check_parallel
 
 Link = tuple[int, int]
 

@@ -17,7 +17,7 @@ clipped counts summed over the corpus, BP = exp(1 - r/c) when c < r, BLEU 0 when
 Remaining, deliberate differences from ``multi-bleu.perl``:
 
 - the script removes the last character of every line (``chop``), so a file whose last line
-  lacks a newline loses that line's last character; :func:`~nmtlib.metrics.read_lines` keeps it;
+  lacks a newline loses that line's last character; :func:`~nmtlib.files.read_lines` keeps it;
 - an empty hypothesis corpus (``hyp_len=0``) makes the script die dividing by zero; here it
   scores 0 with BP 0 (sacreBLEU's convention);
 - line counts must match (the script scores a prefix, or garbage for extra hypothesis lines).

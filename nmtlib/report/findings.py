@@ -36,7 +36,7 @@ from typing import Any
 
 import pandas as pd
 
-from nmtlib.metrics import read_lines
+from nmtlib.files import read_lines
 from nmtlib.metrics.bleu import tokenized_bleu
 from nmtlib.report.collect import (ExperimentSpec, Ours, attention_label, data_description, test_sentences,
                                    translation_path)

@@ -40,15 +40,15 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from nmtlib import checkpoint
 from nmtlib.atomic import atomic_write
+from nmtlib.checkpoint import file_record, select_device, sha256_file
 from nmtlib.config import VariantConfig
 from nmtlib.data.batching import ParallelData, collate, length_sorted_batches, sequential_batches
 from nmtlib.data.vocab import Vocabulary
 from nmtlib.metrics.perplexity import perplexity
 from nmtlib.models.builder import build_model, count_parameters, init_uniform
 from nmtlib.models.seq2seq import Seq2Seq
-from nmtlib.train import checkpoint
-from nmtlib.train.checkpoint import file_record, sha256_file
 from nmtlib.train.graphs import CudaGraphLoss
 from nmtlib.train.loss import autocast_factory, batch_loss
 from nmtlib.train.schedule import build_optimizer, learning_rate, plateaued, set_lr
@@ -79,14 +79,6 @@ class TrainPaths:
     @property
     def best(self) -> Path:
         return self.out_dir / "checkpoints" / "best.pt"
-
-
-def select_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise TrainingError("train.device is 'cuda' but no CUDA device is visible; use 'auto' or 'cpu'")
-    return torch.device(name)
 
 
 def seed_everything(seed: int) -> None:
@@ -167,7 +159,10 @@ class Trainer:
         self.init_from = init_from
         self.progress = progress
         self.loss_lag = loss_lag
-        self.device = select_device(self.cfg.device)
+        try:
+            self.device = select_device(self.cfg.device)
+        except ValueError as err:
+            raise TrainingError(f"train.device: {err}") from None
         self.src_vocab = Vocabulary.load(paths.src_vocab)
         self.tgt_vocab = Vocabulary.load(paths.tgt_vocab)
         self.train_data = ParallelData.load(paths.train_src, paths.train_tgt, self.src_vocab, self.tgt_vocab)

@@ -24,6 +24,9 @@ from typing import Any
 import torch
 
 from nmtlib.atomic import atomic_write
+from nmtlib.config import ModelConfig
+from nmtlib.models.builder import build_model
+from nmtlib.models.seq2seq import Seq2Seq
 
 
 def save_atomic(obj: dict[str, Any], path: str | Path) -> None:
@@ -166,3 +169,34 @@ def _short(digest: str) -> str:
 def _count_lines(path: Path) -> int:
     with open(path, "rb") as f:
         return sum(1 for _ in f)
+
+
+def select_device(name: str) -> torch.device:
+    """``auto`` (CUDA when visible, else CPU), ``cpu`` or ``cuda``.
+
+    :raises ValueError: ``cuda`` asked for where none is visible."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for but no CUDA device is visible; use 'auto' or 'cpu'")
+    return torch.device(name)
+
+
+def load_model(path: str | Path, device: torch.device, src_vocab: str | Path | None = None,
+               tgt_vocab: str | Path | None = None) -> tuple[Seq2Seq, dict[str, Any]]:
+    """A trained model and its record. With ``src_vocab`` and ``tgt_vocab`` (every command passes
+    them), vocabulary files other than those it was trained with are refused
+    (:func:`check_vocabularies`). Every failure is a
+    :class:`CheckpointError` (a ValueError) naming ``path``."""
+    record = load_model_record(path)
+    if src_vocab is not None and tgt_vocab is not None:
+        check_vocabularies(record, path, src_vocab, tgt_vocab)
+    try:
+        cfg = ModelConfig(**record["variant"]["model"])
+        model = build_model(cfg, record["src_vocab_size"], record["tgt_vocab_size"])
+        model.load_state_dict(record["model"])
+    except (TypeError, ValueError, KeyError, RuntimeError) as err:  # options or weights of another nmtlib version
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise CheckpointError(f"{path}: its weights do not fit the model its variant describes "
+                                         f"({reason})") from None
+    return model.to(device).eval(), record
