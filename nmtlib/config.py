@@ -23,9 +23,22 @@ class ConfigError(ValueError):
     """A configuration problem; the message names the key and the allowed values."""
 
 
+#: a decoding setting in file names (the workflow's wildcard constraint uses it too)
+SETTING_PATTERN = r"beam(\d+)(?:\.tau([0-9.]+))?"
+
+
 def setting_name(beam: int, tau: float | None = None) -> str:
-    """A decoding setting as file names write it: ``beam<K>``, or ``beam<K>.tau<τ>`` (τ as ``%g``)."""
+    """A decoding setting as file names write it: ``beam<K>``, or ``beam<K>.tau<τ>`` (τ as ``%g``).
+    :func:`parse_setting` reads it back; :func:`_check_taus` makes sure every τ survives the trip."""
     return f"beam{beam}" if tau is None else f"beam{beam}.tau{tau:g}"
+
+
+def parse_setting(name: str) -> tuple[int, float | None]:
+    """``beam12.tau1.2`` → ``(12, 1.2)``; ``beam5`` → ``(5, None)`` (τ = ∞)."""
+    m = re.fullmatch(SETTING_PATTERN, name)
+    if m is None:
+        raise ValueError(f"{name!r} is not a decoding setting (beam<K> or beam<K>.tau<τ>)")
+    return int(m.group(1)), (float(m.group(2)) if m.group(2) else None)
 
 
 def _check_taus(taus: tuple[float, ...], where: str) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from nmtlib.config import parse_setting
+
 
 @dataclass
 class ExperimentSpec:
@@ -98,7 +100,7 @@ def attention_label(variant: dict[str, Any]) -> str:
 
 
 def parse_tau(setting: str) -> float | None:
-    return float(setting.split(".tau", 1)[1]) if ".tau" in setting else None
+    return parse_setting(setting)[1]
 
 
 def translation_rows(spec: ExperimentSpec) -> pd.DataFrame:

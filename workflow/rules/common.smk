@@ -8,7 +8,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from nmtlib.config import LABEL_KEYS, ConfigError, DecodeConfig, setting_name
+from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, parse_setting, setting_name
 from nmtlib.workflow_config import validate_config
 
 try:
@@ -32,7 +32,7 @@ SYNTHETIC = DATA["corpus"] == "synthetic"
 wildcard_constraints:
     variant="[A-Za-z0-9][A-Za-z0-9._+-]*",
     run=r"seed\d+|ensemble",
-    setting=r"beam\d+(\.tau[0-9.]+)?",
+    setting=SETTING_PATTERN,
     split="train|dev|test",
     side="src|tgt",
     seed=r"\d+",
@@ -46,11 +46,6 @@ def decode_settings(name):
     if decode:
         settings += [setting_name(beam, tau) for tau in decode.taus]
     return settings
-
-
-def parse_setting(setting):
-    m = re.fullmatch(r"beam(\d+)(?:\.tau([0-9.]+))?", setting)
-    return int(m.group(1)), (float(m.group(2)) if m.group(2) else None)
 
 
 def runs(name):
