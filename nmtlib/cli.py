@@ -42,6 +42,22 @@ def positive_int(text: str) -> int:
     return value
 
 
+def add_forced_decoding_arguments(parser: argparse.ArgumentParser) -> None:
+    """The inputs of a command that runs a model over source and reference (``align``,
+    ``evaluate perplexity``): the model, the parallel text, its vocabularies, batch and device."""
+    from pathlib import Path
+
+    parser.add_argument("--model", type=Path, required=True, help="model.pt")
+    parser.add_argument("--src", type=Path, required=True, help="tokenized source, one sentence per line")
+    parser.add_argument("--tgt", type=Path, required=True, help="tokenized reference, line-parallel to --src")
+    parser.add_argument("--src-vocab", type=Path, required=True, help="the model's source vocabulary")
+    parser.add_argument("--tgt-vocab", type=Path, required=True, help="the model's target vocabulary")
+    parser.add_argument("--batch-size", type=positive_int, default=64, metavar="N",
+                        help="sentences per batch (default: 64)")
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    add_threads_argument(parser)
+
+
 def add_threads_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=positive_int, default=None, metavar="N",
                         help="CPU threads for PyTorch (default: all cores; the workflow passes its rule's threads)")

@@ -7,26 +7,19 @@ import json
 from pathlib import Path
 
 from nmtlib.atomic import atomic_write
-from nmtlib.cli import add_threads_argument
+from nmtlib.cli import add_forced_decoding_arguments
 from nmtlib.errors import NmtlibError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("align", help="export attention of forced decoding (npz) and argmax links (1-based i-j)")
-    p.add_argument("--model", type=Path, required=True)
-    p.add_argument("--src", type=Path, required=True)
-    p.add_argument("--tgt", type=Path, required=True)
-    p.add_argument("--src-vocab", type=Path, required=True)
-    p.add_argument("--tgt-vocab", type=Path, required=True)
+    add_forced_decoding_arguments(p)
     p.add_argument("--attention-out", type=Path, required=True,
                    help="compressed NumPy file, one (T, S) matrix per sentence under its 0-based id")
     p.add_argument("--links-out", type=Path, required=True,
                    help="1-based source-target links, one line per sentence, rows assigned by Luong's footnote 14")
     p.add_argument("--predicted-links-out", type=Path, default=None,
                    help="the same with each step's weights assigned to the word it predicted")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    add_threads_argument(p)
     p.set_defaults(func=run)
 
 

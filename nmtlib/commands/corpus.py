@@ -5,25 +5,18 @@ Actions:
     copy        copy one file of a downloaded data set out of the cache, verifying its sha256
                 in the same pass (gunzipped when it is gzip)
 
-Each action is a function ``register_<action>(actions)`` here, or a module listed in
-``ACTION_MODULES`` exposing ``register(actions) -> None`` (skipped while not written yet, as
-``nmtlib.cli`` does for commands); both add a parser to the ``corpus`` sub-parsers and set
-``func``.
+Each action is a function ``register_<action>(actions)`` here (listed in ``ACTIONS``), which adds
+a parser to the ``corpus`` sub-parsers and sets ``func``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 from nmtlib.errors import NmtlibError
-
-#: modules that add further ``corpus`` actions, in ``--help`` order
-ACTION_MODULES: tuple[str, ...] = ("nmtlib.commands.corpus_download",)
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -34,14 +27,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="corpus_action", metavar="ACTION", required=True)
     for register_action in ACTIONS:
         register_action(actions)
-    for name in ACTION_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:  # an action whose module is not written yet
-            if err.name == name:
-                continue
-            raise
-        module.register(actions)
 
 
 # ---- synthetic -------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nmtlib.atomic import write_json
-from nmtlib.cli import add_threads_argument
+from nmtlib.cli import add_forced_decoding_arguments
 from nmtlib.errors import NmtlibError
 
 
@@ -39,14 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=run_translation)
 
     m = actions.add_parser("perplexity", help="perplexity of references under a model")
-    m.add_argument("--model", type=Path, required=True)
-    m.add_argument("--src", type=Path, required=True)
-    m.add_argument("--tgt", type=Path, required=True)
-    m.add_argument("--src-vocab", type=Path, required=True)
-    m.add_argument("--tgt-vocab", type=Path, required=True)
-    m.add_argument("--batch-size", type=int, default=64)
-    add_threads_argument(m)
-    m.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    add_forced_decoding_arguments(m)
     m.add_argument("--out", type=Path, required=True)
     m.set_defaults(func=run_perplexity)
 
