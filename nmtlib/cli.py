@@ -31,15 +31,23 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
-def positive_int(text: str) -> int:
-    """An argparse ``type=`` for counts (threads, sizes): ``--threads 0`` is an error, not "all cores"."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def int_at_least(minimum: int):
+    """An argparse ``type=`` for counts: ``--threads 0`` is an error, not "all cores"."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "int"  # argparse names the type in its messages
+    return parse
+
+
+positive_int = int_at_least(1)
 
 
 def add_forced_decoding_arguments(parser: argparse.ArgumentParser) -> None:

@@ -55,6 +55,15 @@ SCORER_CASES = [
 ]
 
 SMALL = {"embedding_size": 24, "hidden_size": 24}
+#: a variant that trains in seconds on ``tiny_corpus``: 6 updates, a checkpoint every 3
+TINY_TRAIN_SPEC = {
+    "name": "g",
+    "options": {
+        "embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global", "score": "general",
+        "train": {"optimizer": "adam", "lr": 0.01, "loss_norm": "tokens", "batch_size": 32, "epochs": 1,
+                  "checkpoint_every": 3, "max_steps": 6},
+    },
+}
 
 #: every architecture of the three papers at toy size (name → variant options)
 ALL_VARIANTS: dict[str, dict] = {

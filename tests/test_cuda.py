@@ -210,7 +210,8 @@ def test_trainer_on_cuda_reads_losses_late_and_still_stops_a_divergence(tiny_cor
 def test_graphed_beam_search_equals_eager(name):
     """Beam search replaying recorded steps (decode.cuda_graphs) finds the eager search's
     hypotheses, as batches shrink and shapes change, and replays most steps."""
-    from nmtlib.decode.beam import Ensemble, beam_search
+    from nmtlib.decode.beam import beam_search
+    from nmtlib.decode.steps import Ensemble
     from nmtlib.decode.graphs import GraphedSteps
 
     from test_decode_graphs import assert_same, model_of, sentences
@@ -250,7 +251,7 @@ def test_graphed_decoding_of_a_file_equals_eager():
 def test_a_pending_step_is_read_without_waiting_for_work_queued_after_it():
     """What ``decode.in_flight`` rests on: reading a step's candidates waits for that step only,
     so the host can do its bookkeeping while the GPU runs another search's step."""
-    from nmtlib.decode.beam import PendingStep
+    from nmtlib.decode.steps import PendingStep
 
     packed = torch.arange(12, dtype=torch.float64, device="cuda").view(3, 4)
     pending = PendingStep(packed * 2, None)

@@ -14,7 +14,8 @@ import torch
 
 from nmtlib.config import resolve_variant
 from nmtlib.data.batching import ParallelData, collate
-from nmtlib.decode.beam import EagerSteps, Ensemble, beam_search
+from nmtlib.decode.beam import beam_search
+from nmtlib.decode.steps import EagerSteps, Ensemble
 from nmtlib.decode.graphs import GraphedSteps
 from nmtlib.models.builder import build_model
 

@@ -17,7 +17,8 @@ from conftest import restored_torch_switches, tiny_train_paths
 from nmtlib.config import TrainConfig, resolve_variant
 from nmtlib.data.batching import ParallelData, collate, length_sorted_batches
 from nmtlib.data.vocab import Vocabulary
-from nmtlib.decode.beam import Ensemble, beam_search, greedy_search
+from nmtlib.decode.beam import beam_search, greedy_search
+from nmtlib.decode.steps import Ensemble
 from nmtlib import checkpoint
 from nmtlib.train.schedule import learning_rate
 

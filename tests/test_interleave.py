@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from nmtlib.data.batching import collate
-from nmtlib.decode.beam import Ensemble, beam_search, beam_search_steps, greedy_search, greedy_search_steps
+from nmtlib.decode.beam import beam_search, beam_search_steps, greedy_search, greedy_search_steps
+from nmtlib.decode.steps import Ensemble
 from nmtlib.decode.graphs import GraphedSteps
 from nmtlib.decode.interleave import interleave
 from nmtlib.decode.translate import DecodeOptions, decode_data

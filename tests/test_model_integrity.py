@@ -25,18 +25,11 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import restored_torch_switches
+from conftest import TINY_TRAIN_SPEC, restored_torch_switches
 from nmtlib.cli import main as nmtlib_main
 from nmtlib import checkpoint
 
-SPEC = {
-    "name": "g",
-    "options": {
-        "embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global", "score": "general",
-        "train": {"optimizer": "adam", "lr": 0.01, "loss_norm": "tokens", "batch_size": 32, "epochs": 1,
-                  "checkpoint_every": 3, "max_steps": 6},
-    },
-}
+SPEC = TINY_TRAIN_SPEC
 ADVICE = "pass the vocabulary the model was trained with"
 
 

@@ -40,7 +40,7 @@ from nmtlib.cli import NmtlibError
 from nmtlib.cli import main as nmtlib_main
 from nmtlib import checkpoint
 
-from conftest import ROOT, SHARED, SMALL, restored_torch_switches
+from conftest import ROOT, SHARED, SMALL, TINY_TRAIN_SPEC, restored_torch_switches
 
 SNAKEFILE = ROOT / "Snakefile"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -410,14 +410,7 @@ def test_a_test_sentence_longer_than_any_training_sentence_decodes(tiny_corpus, 
 
 # == Training ==================================================================================
 
-TRAIN_SPEC = {
-    "name": "g",
-    "options": {
-        "embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global", "score": "general",
-        "train": {"optimizer": "adam", "lr": 0.01, "loss_norm": "tokens", "batch_size": 32, "epochs": 1,
-                  "checkpoint_every": 3, "max_steps": 6},
-    },
-}
+TRAIN_SPEC = TINY_TRAIN_SPEC
 
 
 def train_args(corpus: Path, out: Path) -> list[str]:

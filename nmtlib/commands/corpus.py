@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from nmtlib.cli import int_at_least
 from nmtlib.errors import NmtlibError
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,16 +33,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # ---- synthetic -------------------------------------------------------------------------------
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {value}")
-    return value
-
-
 def register_synthetic(actions: argparse._SubParsersAction) -> None:
     from nmtlib.data.synthetic import DEFAULT_SIZES
 
@@ -54,7 +45,7 @@ def register_synthetic(actions: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--seed", type=int, default=1, help="generator seed (default: 1)")
     for split, n in DEFAULT_SIZES.items():
-        p.add_argument(f"--{split}", type=_non_negative, default=n, metavar="N",
+        p.add_argument(f"--{split}", type=int_at_least(0), default=n, metavar="N",
                        help=f"{split} sentence pairs (default: {n})")
     p.set_defaults(func=run_synthetic)
 

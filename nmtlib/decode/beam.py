@@ -16,7 +16,7 @@ and fairseq), so no row is computed that cannot change a result.
 
 The search's decisions run in Python on host lists. The device work of a step (the decoder
 step, the top 2K expansions per sentence, packed by :func:`candidates` for one transfer) sits
-behind :class:`EagerSteps`, which :class:`nmtlib.decode.graphs.GraphedSearch` replaces with
+behind :class:`~nmtlib.decode.steps.EagerSteps` (:mod:`nmtlib.decode.steps`), which :class:`nmtlib.decode.graphs.GraphedSearch` replaces with
 CUDA-graph replays (``decode.cuda_graphs``).
 
 Each search is written as a generator (:func:`beam_search_steps`, :func:`greedy_search_steps`)
@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -39,12 +39,8 @@ from torch import Tensor
 
 from nmtlib.data.batching import Batch
 from nmtlib.data.vocab import BOS_ID, EOS_ID
+from nmtlib.decode.steps import EagerSteps, Ensemble, PendingStep, StepSource
 from nmtlib.metrics.window import sentence_window
-from nmtlib.models.seq2seq import Seq2Seq
-
-if TYPE_CHECKING:
-    from nmtlib.decode.graphs import GraphedSteps
-
 
 T = TypeVar("T")
 
@@ -59,41 +55,6 @@ def run_to_end(search: Search[T]) -> T:
             next(search)
         except StopIteration as stop:
             return stop.value
-
-
-def pinned(host: Tensor, device: torch.device) -> Tensor:
-    """``host`` in pinned memory when it is bound for CUDA (a copy from pageable memory may wait
-    for the stream's queued work), else as it is."""
-    return host.pin_memory() if device.type == "cuda" else host
-
-
-def to_device(host: Tensor, device: torch.device) -> Tensor:
-    """``host`` on ``device`` without waiting for the device's queued work."""
-    return pinned(host, device).to(device, non_blocking=True)
-
-
-class PendingStep:
-    """A step's host rows (a float64 matrix) and attention weights on their way to the host.
-
-    On CUDA the rows are copied to pinned memory behind an event, so :meth:`result` waits for
-    this step's work only, not for work queued after it (another search's step, with
-    ``decode.in_flight`` > 1). ``.tolist()`` on the device tensor would wait for the whole stream."""
-
-    def __init__(self, packed: Tensor, weights: Tensor | None) -> None:
-        self.weights = weights
-        self.event: torch.cuda.Event | None = None
-        if packed.is_cuda:
-            self.host = torch.empty(packed.shape, dtype=packed.dtype, pin_memory=True)
-            self.host.copy_(packed, non_blocking=True)
-            self.event = torch.cuda.Event()
-            self.event.record()
-        else:
-            self.host = packed
-
-    def result(self) -> tuple[list[list[float]], Tensor | None]:
-        if self.event is not None:
-            self.event.synchronize()
-        return self.host.tolist(), self.weights
 
 
 @dataclass
@@ -126,49 +87,6 @@ class _SentenceState:
     scores_computed: int = 0
     hypothesis_steps: int = 0
     window_per_step: list[float] = field(default_factory=list)
-
-
-class Ensemble:
-    """N models decoded in lockstep; each keeps its own memory and state."""
-
-    def __init__(self, models: list[Seq2Seq]) -> None:
-        if not models:
-            raise ValueError("an ensemble needs at least one model")
-        self.models = models
-
-    def start(self, batch: Batch):
-        """Each model's encoding of ``batch`` and its initial decoder state, one row per sentence."""
-        return [model.encode(batch.src, batch.src_lengths) for model in self.models]
-
-    def step(self, y_prev: Tensor, states):
-        log_probs, weights, evaluated, new_states = [], [], [], []
-        for model, (memory, state) in zip(self.models, states):
-            lp, state, att = model.step(y_prev, state, memory)
-            log_probs.append(lp)
-            new_states.append((memory, state))
-            if att is not None:
-                weights.append(att.weights)
-                evaluated.append(att.evaluated)
-        if len(log_probs) == 1:
-            lp = log_probs[0]
-        else:
-            lp = torch.logsumexp(torch.stack(log_probs), 0) - math.log(len(log_probs))
-        w = torch.stack(weights).mean(0) if weights else None
-        ev = torch.stack(evaluated).sum(0) if evaluated else None
-        return lp, new_states, w, ev
-
-    def graph_key(self, t: int) -> tuple | None:
-        """What a CUDA graph of step ``t`` must be specific to (:mod:`nmtlib.decode.graphs`):
-        each model's ``graph_key(t)``; None if any model's step cannot be recorded."""
-        keys = [getattr(model, "graph_key", lambda t: None)(t) for model in self.models]
-        return None if any(k is None for k in keys) else tuple(keys)
-
-    @staticmethod
-    def reorder(states, index: Tensor, memory_rows: Tensor | None = None):
-        """Decoder states gathered at rows ``index``; the encodings at ``memory_rows`` when the
-        batch's sentences or rows per sentence change."""
-        return [(memory if memory_rows is None else memory.index_select(memory_rows), state.index_select(index))
-                for memory, state in states]
 
 
 def max_lengths(src_lengths: Tensor, ratio: float) -> list[int]:
@@ -230,61 +148,9 @@ def greedy_search_steps(ensemble: Ensemble, batch: Batch, max_len_ratio: float =
     ]
 
 
-def candidates(lp: Tensor, scores: Tensor, A: int, width: int, K: int, ev: Tensor | None) -> Tensor:
-    """Everything the host needs from one beam step, as one (A, 2·n + 2·width) float64 matrix to
-    move in one transfer: per sentence its n = min(2K, width·V) best expansions (total scores,
-    then flat indices row·V + token, best first), then each row's ``<eos>`` log-probability (for
-    the length limit) and its score evaluations (zeros without attention)."""
-    V = lp.shape[-1]
-    # One topk over each sentence's width·V totals. Two stages (each row's 2K best, then the
-    # sentence's) select the same candidates but measured no faster on an H100 and slower on a
-    # CPU below about 10K target words (benchmarks/RESULTS.md, G5).
-    total = (scores.unsqueeze(2) + lp.view(A, width, V)).view(A, width * V)
-    top_scores, top_idx = total.topk(min(2 * K, width * V), dim=1)  # sorted
-    counts = ev.view(A, width).double() if ev is not None else lp.new_zeros(A, width, dtype=torch.float64)
-    return torch.cat([top_scores.double(), top_idx.double(), lp[:, EOS_ID].view(A, width).double(), counts], 1)
-
-
-class EagerSteps:
-    """The decoder steps of one batch's search, each run as it comes.
-
-    :meth:`step` launches a step and returns its :class:`PendingStep`: the host rows of
-    :func:`candidates` and the step's attention weights. :meth:`advance` takes the next step's
-    rows: the previous row each one extends, its token and its score, and the rows of the
-    encodings when the batch's sentences or rows per sentence change. :class:`nmtlib.decode.graphs.GraphedSearch` replays the same steps as CUDA graphs."""
-
-    def __init__(self, ensemble: Ensemble, batch: Batch) -> None:
-        self.ensemble = ensemble
-        self.states = ensemble.start(batch)
-        self.device = batch.src.device
-        self.vocab_size = 0
-        self.begin(batch.src.shape[0])
-
-    def begin(self, B: int) -> None:
-        """Step 0's inputs: ``<bos>`` and score 0 in one row per sentence."""
-        self.y = torch.full((B,), BOS_ID, dtype=torch.long, device=self.device)
-        self.scores = torch.zeros(B, 1, device=self.device)
-
-    def step(self, t: int, A: int, width: int, K: int) -> PendingStep:
-        lp, self.states, w, ev = self.ensemble.step(self.y, self.states)
-        self.vocab_size = lp.shape[-1]
-        return PendingStep(candidates(lp, self.scores, A, width, K, ev), w)  # one transfer
-
-    def advance(self, rows: list[int], tokens: list[int], scores: list[float], memory_rows: list[int] | None,
-                A: int, K: int) -> None:
-        moved = to_device(torch.tensor([rows, tokens], dtype=torch.long), self.device)
-        self.scores = to_device(torch.tensor(scores, dtype=torch.float32).view(A, K), self.device)
-        self.reorder(moved[0], memory_rows)
-        self.y = moved[1]
-
-    def reorder(self, rows: Tensor, memory_rows: list[int] | None) -> None:
-        mem = None if memory_rows is None else to_device(torch.tensor(memory_rows), self.device)
-        self.states = self.ensemble.reorder(self.states, rows, mem)
-
-
 def beam_search(
     ensemble: Ensemble, batch: Batch, beam: int = 12, max_len_ratio: float = 2.0, length_norm: bool = False,
-    graphs: GraphedSteps | None = None,
+    graphs: StepSource | None = None,
 ) -> list[Hypothesis]:
     """Best hypothesis per sentence of ``batch`` (see the module docstring and
     :func:`beam_search_steps`)."""
@@ -294,7 +160,7 @@ def beam_search(
 @torch.no_grad()  # on a generator: no gradients while it runs, whoever resumes it
 def beam_search_steps(
     ensemble: Ensemble, batch: Batch, beam: int = 12, max_len_ratio: float = 2.0, length_norm: bool = False,
-    graphs: GraphedSteps | None = None, lane: int = 0,
+    graphs: StepSource | None = None, lane: int = 0,
 ) -> Search[list[Hypothesis]]:
     """Best hypothesis per sentence of ``batch``, as a generator that yields once per step, after
     launching the step's device work and before reading it (module docstring).

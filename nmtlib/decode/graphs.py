@@ -7,7 +7,7 @@ launch.
 
 What is recorded: everything from one step's inputs to the host's candidates: the hypotheses'
 states reordered by their backpointers, the ensemble's step function, and the top 2K
-expansions per sentence packed for one transfer (:func:`~nmtlib.decode.beam.candidates`). The
+expansions per sentence packed for one transfer (:func:`~nmtlib.decode.steps.candidates`). The
 encoder runs eagerly, and so does the Python bookkeeping of :func:`~nmtlib.decode.beam.beam_search`,
 which is unchanged: it reads the same candidates and writes the same next rows, tokens and scores.
 
@@ -21,7 +21,7 @@ in flight at the same time (``decode.in_flight``, :mod:`nmtlib.decode.interleave
 number each, and each lane its own slots, so no search's states overwrite another's.
 
 A step whose operations depend on the step index (``local-m``'s p_t = t, or a wrapper that
-forces the output length) gets one graph per :meth:`~nmtlib.decode.beam.Ensemble.graph_key`.
+forces the output length) gets one graph per :meth:`~nmtlib.decode.steps.Ensemble.graph_key`.
 Steps that read values on the host cannot be recorded: Flexible Attention with a threshold τ
 when it bounds its windows there (``host_bounds``; on GPUs it bounds them on the device by
 default). Such searches run eagerly.
@@ -51,7 +51,7 @@ from torch import Tensor
 
 from nmtlib.data.batching import Batch
 from nmtlib.data.vocab import BOS_ID
-from nmtlib.decode.beam import EagerSteps, Ensemble, PendingStep, candidates, pinned, to_device
+from nmtlib.decode.steps import EagerSteps, Ensemble, PendingStep, candidates, pinned, to_device
 
 
 def _map(obj: Any, fn: Callable[[Tensor], Tensor]) -> Any:

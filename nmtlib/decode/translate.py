@@ -41,9 +41,10 @@ from nmtlib.config import DecodeConfig
 from nmtlib.data.batching import ParallelData, collate, truncate_sources
 from nmtlib.files import read_lines
 from nmtlib.data.vocab import EOS_ID, Vocabulary
-from nmtlib.decode.beam import Ensemble, Hypothesis, Search, beam_search_steps, greedy_search_steps
+from nmtlib.decode.beam import Hypothesis, Search, beam_search_steps, greedy_search_steps
 from nmtlib.decode.graphs import GraphedSteps
 from nmtlib.decode.interleave import interleave
+from nmtlib.decode.steps import Ensemble
 from nmtlib.decode.unk import replace_unknowns
 from nmtlib.metrics.window import mean_window
 from nmtlib.models.seq2seq import Seq2Seq
