@@ -13,7 +13,6 @@ a model.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import pickle
 import shutil
@@ -25,6 +24,7 @@ import torch
 
 from nmtlib.atomic import atomic_write
 from nmtlib.config import ModelConfig
+from nmtlib.files import sha256_file
 from nmtlib.models.builder import build_model
 from nmtlib.models.seq2seq import Seq2Seq
 
@@ -50,14 +50,6 @@ class CheckpointError(ValueError):
 
     A ValueError, so that every command that already turns ValueError into a one-line error
     (``nmtlib translate``, ``train``, ``evaluate``) reports it without a traceback."""
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def file_record(path: str | Path) -> dict[str, str]:
@@ -197,6 +189,5 @@ def load_model(path: str | Path, device: torch.device, src_vocab: str | Path | N
         model.load_state_dict(record["model"])
     except (TypeError, ValueError, KeyError, RuntimeError) as err:  # options or weights of another nmtlib version
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise CheckpointError(f"{path}: its weights do not fit the model its variant describes "
-                                         f"({reason})") from None
+        raise CheckpointError(f"{path}: its weights do not fit the model its variant describes ({reason})") from None
     return model.to(device).eval(), record

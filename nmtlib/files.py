@@ -1,13 +1,18 @@
-"""Reading the line-oriented text files that every step works on (writing: :mod:`nmtlib.atomic`)."""
+"""Reading files: the line-oriented text every step works on, and the checksums that pin data,
+cache files and vocabularies (writing: :mod:`nmtlib.atomic`)."""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
 
 from nmtlib.errors import InputError
 
-__all__ = ["read_lines"]
+__all__ = ["read_lines", "file_digests", "sha256_file"]
+
+_CHUNK = 1 << 20
 
 
 def read_lines(path: str | PathLike[str]) -> list[str]:
@@ -34,3 +39,17 @@ def read_lines(path: str | PathLike[str]) -> list[str]:
     if lines[-1] == "":  # the newline that ends the last line does not start another one
         lines.pop()
     return lines
+
+
+def file_digests(path: str | PathLike[str], algos: Iterable[str] = ("sha256",)) -> dict[str, str]:
+    """Hex digests of a file's bytes, every algorithm in one pass (``{"md5": …, "sha1": …}``)."""
+    hashers = {a: hashlib.new(a) for a in algos}
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            for h in hashers.values():
+                h.update(chunk)
+    return {a: h.hexdigest() for a, h in hashers.items()}
+
+
+def sha256_file(path: str | PathLike[str]) -> str:
+    return file_digests(path)["sha256"]

@@ -35,7 +35,6 @@ import http.client
 import logging
 import os
 import re
-import secrets
 import shlex
 import shutil
 import stat
@@ -46,13 +45,14 @@ import urllib.error
 import urllib.request
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nmtlib.atomic import atomic_write, remove_stale_temporaries, temporary_name
 from nmtlib.errors import NmtlibError
+from nmtlib.files import file_digests, sha256_file
 
 __all__ = [
     "ENV_CACHE",
@@ -310,15 +310,6 @@ def resolve_cache_dir(cache_dir: Path | str | None = None) -> Path:
 # --- checksums and the trust-on-first-use record -------------------------------------------
 
 
-def _digests(path: Path, algos: Iterable[str] = ("sha256",)) -> dict[str, str]:
-    hashers = {a: hashlib.new(a) for a in algos}
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            for h in hashers.values():
-                h.update(chunk)
-    return {a: h.hexdigest() for a, h in hashers.items()}
-
-
 class _Tofu:
     """``<cache>/<dataset>/SHA256SUMS.tofu``: ``sha256sum``-format lines for unpinned files."""
 
@@ -370,7 +361,7 @@ class _Check:
 def _check_file(path: Path, entry: FileEntry, expected: str | None, source: str) -> _Check:
     """Hash ``path`` and compare it with the expected sha256 (and the registry's size)."""
     size = path.stat().st_size
-    got = _digests(path)["sha256"]
+    got = sha256_file(path)
     return _compare(got, size, entry.size, expected, source)
 
 
@@ -722,13 +713,13 @@ def _extract(entry: FileEntry, archive: Path, cache: Path, archive_sha: str) -> 
         shutil.rmtree(dest)
     elif dest.exists():
         log.warning("%s: incomplete or stale unpacking; moved to %s", dest, _move_aside(dest))
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    tmp = temporary_name(dest)
     try:
         safe_extract(archive, tmp)
         missing = [m for m in entry.members if not (tmp / m).is_file()]
         if missing:
             raise NmtlibError(f"{archive}: expected member(s) missing: {', '.join(missing)}")
-        digests = "".join(f"{_digests(tmp / m)['sha256']}  {m}\n" for m in entry.members)
+        digests = "".join(f"{sha256_file(tmp / m)}  {m}\n" for m in entry.members)
         (tmp / _MARKER).write_text(archive_sha + "\n" + digests, encoding="utf-8")
         os.replace(tmp, dest)
     finally:
@@ -849,7 +840,7 @@ def _obtain(
     # checksums published for the downloaded bytes themselves (md5/sha1 from other sources)
     extra = [a for a in ("md5", "sha1") if getattr(entry, a)]
     if extra:
-        got = _digests(part, extra)
+        got = file_digests(part, extra)
         for algo in extra:
             if got[algo] != getattr(entry, algo):
                 aside = _move_aside(part)

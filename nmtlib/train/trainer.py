@@ -42,10 +42,11 @@ from tqdm import tqdm
 
 from nmtlib import checkpoint
 from nmtlib.atomic import atomic_write
-from nmtlib.checkpoint import file_record, select_device, sha256_file
+from nmtlib.checkpoint import file_record, select_device
 from nmtlib.config import VariantConfig
 from nmtlib.data.batching import ParallelData, collate, length_sorted_batches, sequential_batches
 from nmtlib.data.vocab import Vocabulary
+from nmtlib.files import sha256_file
 from nmtlib.metrics.perplexity import perplexity
 from nmtlib.models.builder import build_model, count_parameters, init_uniform
 from nmtlib.models.seq2seq import Seq2Seq
