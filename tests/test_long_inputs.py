@@ -27,7 +27,7 @@ SPEC = {"name": "g", "options": {"embedding_size": 24, "hidden_size": 24, "layer
                                  "score": "general",
                                  "train": {"optimizer": "adam", "lr": 0.01, "batch_size": 32, "epochs": 8,
                                            "max_steps": 100}}}
-#: the documented default of ``DecodeOptions.max_src_len`` (nmtlib.decode.translate.MAX_SRC_LEN)
+#: the documented default of ``DecodeOptions.max_src_len`` (nmtlib.config.DecodeConfig.max_src_len)
 DEFAULT_LIMIT = 250
 LONG = 100_000
 

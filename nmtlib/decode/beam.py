@@ -15,9 +15,9 @@ Step 0 decodes one row per sentence, and finished sentences leave the batch (as 
 and fairseq), so no row is computed that cannot change a result.
 
 The search's decisions run in Python on host lists. The device work of a step (the decoder
-step, the top 2K expansions per sentence, packed by :func:`candidates` for one transfer) sits
-behind :class:`~nmtlib.decode.steps.EagerSteps` (:mod:`nmtlib.decode.steps`), which :class:`nmtlib.decode.graphs.GraphedSearch` replaces with
-CUDA-graph replays (``decode.cuda_graphs``).
+step, the top 2K expansions per sentence, packed for one transfer) sits behind the ``Steps`` of
+:mod:`nmtlib.decode.steps`: :class:`~nmtlib.decode.steps.EagerSteps`, or
+:class:`nmtlib.decode.graphs.GraphedSearch`'s CUDA-graph replays (``decode.cuda_graphs``).
 
 Each search is written as a generator (:func:`beam_search_steps`, :func:`greedy_search_steps`)
 that yields once per step, after launching the step's device work and before reading it: a
@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from nmtlib.config import DecodeConfig
 from nmtlib.data.batching import Batch
 from nmtlib.data.vocab import BOS_ID, EOS_ID
 from nmtlib.decode.steps import EagerSteps, Ensemble, PendingStep, StepSource
@@ -93,13 +94,15 @@ def max_lengths(src_lengths: Tensor, ratio: float) -> list[int]:
     return [int(math.ceil(ratio * int(n))) + 10 for n in src_lengths]
 
 
-def greedy_search(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) -> list[Hypothesis]:
+def greedy_search(ensemble: Ensemble, batch: Batch,
+                  max_len_ratio: float = DecodeConfig.max_len_ratio) -> list[Hypothesis]:
     """Argmax decoding; the reference beam search must agree with it at beam size 1."""
     return run_to_end(greedy_search_steps(ensemble, batch, max_len_ratio))
 
 
 @torch.no_grad()  # on a generator: no gradients while it runs, whoever resumes it
-def greedy_search_steps(ensemble: Ensemble, batch: Batch, max_len_ratio: float = 2.0) -> Search[list[Hypothesis]]:
+def greedy_search_steps(ensemble: Ensemble, batch: Batch,
+                        max_len_ratio: float = DecodeConfig.max_len_ratio) -> Search[list[Hypothesis]]:
     """:func:`greedy_search` as a generator that yields once per step (module docstring)."""
     B = batch.src.shape[0]
     limits = max_lengths(batch.src_lengths, max_len_ratio)
@@ -149,7 +152,8 @@ def greedy_search_steps(ensemble: Ensemble, batch: Batch, max_len_ratio: float =
 
 
 def beam_search(
-    ensemble: Ensemble, batch: Batch, beam: int = 12, max_len_ratio: float = 2.0, length_norm: bool = False,
+    ensemble: Ensemble, batch: Batch, beam: int = DecodeConfig.beam, max_len_ratio: float = DecodeConfig.max_len_ratio,
+    length_norm: bool = DecodeConfig.length_norm,
     graphs: StepSource | None = None,
 ) -> list[Hypothesis]:
     """Best hypothesis per sentence of ``batch`` (see the module docstring and
@@ -159,7 +163,8 @@ def beam_search(
 
 @torch.no_grad()  # on a generator: no gradients while it runs, whoever resumes it
 def beam_search_steps(
-    ensemble: Ensemble, batch: Batch, beam: int = 12, max_len_ratio: float = 2.0, length_norm: bool = False,
+    ensemble: Ensemble, batch: Batch, beam: int = DecodeConfig.beam, max_len_ratio: float = DecodeConfig.max_len_ratio,
+    length_norm: bool = DecodeConfig.length_norm,
     graphs: StepSource | None = None, lane: int = 0,
 ) -> Search[list[Hypothesis]]:
     """Best hypothesis per sentence of ``batch``, as a generator that yields once per step, after

@@ -13,8 +13,8 @@ Outputs:
   the test set's window is the mean of these, :func:`nmtlib.metrics.window.mean_window`), and
   ``truncated_from`` on a sentence whose source was cut (below).
 
-Long sources. A source line of more than ``max_src_len`` tokens (:data:`MAX_SRC_LEN` unless
-given; ``None``: no limit) is decoded from its first ``max_src_len`` tokens: a warning on stderr
+Long sources. A source line of more than ``max_src_len`` tokens (``decode.max_src_len`` of
+:class:`~nmtlib.config.DecodeConfig` unless given; ``None``: no limit) is decoded from its first ``max_src_len`` tokens: a warning on stderr
 names the file and line, and the line's record in ``.jsonl`` has ``"truncated_from": <tokens>``.
 The output keeps one line per input line; nothing fails and nothing is dropped. The search keeps
 every step's attention for unknown-word replacement, K·(r·L + 10)·L floats for a source of L
@@ -39,20 +39,15 @@ from nmtlib.atomic import write_lines
 from nmtlib.checkpoint import load_model
 from nmtlib.config import DecodeConfig
 from nmtlib.data.batching import ParallelData, collate, truncate_sources
-from nmtlib.files import read_lines
 from nmtlib.data.vocab import EOS_ID, Vocabulary
 from nmtlib.decode.beam import Hypothesis, Search, beam_search_steps, greedy_search_steps
 from nmtlib.decode.graphs import GraphedSteps
 from nmtlib.decode.interleave import interleave
 from nmtlib.decode.steps import Ensemble
 from nmtlib.decode.unk import replace_unknowns
+from nmtlib.files import read_lines
 from nmtlib.metrics.window import mean_window
 from nmtlib.models.seq2seq import Seq2Seq
-
-
-#: default ``DecodeOptions.max_src_len``: source tokens decoded per line; the rest of a longer line
-#: is cut (module docstring); defined with the other decoding options in :class:`DecodeConfig`
-MAX_SRC_LEN = DecodeConfig.max_src_len
 
 
 @dataclass
@@ -66,7 +61,7 @@ class DecodeOptions:
     cuda_graphs: bool = DecodeConfig.cuda_graphs  #: replay beam-search steps as CUDA graphs (CUDA only)
     tf32: bool = DecodeConfig.tf32  #: float32 matrix products in TF32 on CUDA (:func:`matmul_precision`)
     in_flight: int = DecodeConfig.in_flight  #: batches decoded at once on CUDA, their steps interleaved
-    max_src_len: int | None = MAX_SRC_LEN  #: source tokens decoded per line, the rest cut (None: all)
+    max_src_len: int | None = DecodeConfig.max_src_len  #: source tokens decoded per line, the rest cut (None: all)
 
 
 @contextlib.contextmanager

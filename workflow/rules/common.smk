@@ -1,7 +1,6 @@
 # Configuration checks and the helpers every rule file uses. The config is validated (schema,
 # then variant semantics) when the workflow is parsed, so a bad config fails before any job.
 import json
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -41,7 +40,7 @@ wildcard_constraints:
 def decode_settings(name):
     """Decoding settings of a variant or an ensemble: beamK, plus beamK.tauX per Flexible τ."""
     decode = VARIANTS[name].decode if name in VARIANTS else None
-    beam = decode.beam if decode else config.get("decode", {}).get("beam", 12)
+    beam = decode.beam if decode else config.get("decode", {}).get("beam", DecodeConfig.beam)
     settings = [setting_name(beam)]
     if decode:
         settings += [setting_name(beam, tau) for tau in decode.taus]
