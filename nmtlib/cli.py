@@ -9,9 +9,10 @@ invocation so that ``nmtlib score`` does not pay for importing torch.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from nmtlib.errors import NmtlibError
 
@@ -69,6 +70,27 @@ def add_forced_decoding_arguments(parser: argparse.ArgumentParser) -> None:
 def add_threads_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=positive_int, default=None, metavar="N",
                         help="CPU threads for PyTorch (default: all cores; the workflow passes its rule's threads)")
+
+
+@contextlib.contextmanager
+def library_log_to_stderr(prefix: str, level: int | None = None) -> Iterator[None]:
+    """Within the block, show the ``nmtlib`` logger's records (the library reports downloads and
+    first-use checksums through logging) on stderr as ``<prefix>: <message>``; ``level``, if given,
+    lowers the logger's threshold for the block."""
+    import logging
+
+    logger = logging.getLogger("nmtlib")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"{prefix}: %(message)s"))
+    old_level = logger.level
+    logger.addHandler(handler)
+    if level is not None:
+        logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
 
 
 def set_threads(threads: int | None) -> None:

@@ -16,8 +16,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from nmtlib.cli import int_at_least
+from nmtlib.cli import int_at_least, library_log_to_stderr
 from nmtlib.errors import NmtlibError
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -87,20 +88,10 @@ def register_copy(actions: argparse._SubParsersAction) -> None:
 
 
 def run_copy(args: argparse.Namespace) -> int:
-    import logging
-    import sys
-
     from nmtlib.data.download import copy_verified
 
-    # the library reports through logging (a first-use record): show it on stderr
-    logger = logging.getLogger("nmtlib")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("nmtlib corpus copy: %(message)s"))
-    logger.addHandler(handler)
-    try:
+    with library_log_to_stderr("nmtlib corpus copy"):  # a first-use checksum record
         sha = copy_verified(args.dataset, args.file, args.out, args.cache, registry=args.registry)
-    finally:
-        logger.removeHandler(handler)
     print(f"copied {args.file} of {args.dataset} (sha256 {sha}, verified) to {args.out}")
     return 0
 

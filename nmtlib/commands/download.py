@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from pathlib import Path
+
+from nmtlib.cli import library_log_to_stderr
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,14 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from nmtlib.data.download import fetch, verify
 
-    # the library reports through logging; show its warnings/info on stderr for this command
-    logger = logging.getLogger("nmtlib")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("nmtlib download: %(message)s"))
-    old_level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
+    with library_log_to_stderr("nmtlib download", logging.INFO):  # its warnings and progress
         if args.verify_only:
             paths = verify(args.dataset, args.cache, args.files, registry=args.registry)
         else:
@@ -78,8 +72,5 @@ def run(args: argparse.Namespace) -> int:
                 registry=args.registry,
                 retries=max(0, args.retries),
             )
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old_level)
     print(json.dumps({name: str(path) for name, path in paths.items()}, ensure_ascii=False))
     return 0
