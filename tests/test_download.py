@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from nmtlib.cli import NmtlibError
+from nmtlib.errors import NmtlibError
 from nmtlib.commands import download as download_cmd
 from nmtlib.data import download as dl
 from nmtlib.data.download import (

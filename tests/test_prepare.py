@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nmtlib.cli import NmtlibError
+from nmtlib.errors import NmtlibError
 from nmtlib.commands import prepare as prepare_cmd
 from nmtlib.atomic import atomic_write
 from nmtlib.data.prepare import length_filter, prepare_parallel, read_lines

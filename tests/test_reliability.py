@@ -36,7 +36,7 @@ import pytest
 import torch
 import yaml
 
-from nmtlib.cli import NmtlibError
+from nmtlib.errors import NmtlibError
 from nmtlib.cli import main as nmtlib_main
 from nmtlib import checkpoint
 

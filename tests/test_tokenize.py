@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nmtlib.cli import NmtlibError
+from nmtlib.errors import NmtlibError
 from nmtlib.data.tokenize import TOKENIZERS, available_tokenizers, get_tokenizer
 
 from conftest import SHARED
