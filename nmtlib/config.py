@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from nmtlib.registry import ATTENTION_NAMES, SCORE_NAMES
+from nmtlib.registry import ATTENTION_NAMES, SCORE_NAMES, option_owners
 
 
 class ConfigError(ValueError):
@@ -398,13 +398,26 @@ def resolve_variant(
         # Luong §4.1: with dropout, 12 epochs and halving after epoch 8
         recipe.update(epochs=12, decay_start=9)
     train = _build(TrainConfig, {**recipe, **merged_train}, f"{where}.train")
-    if train.beta and model.attention != "flexible":
-        raise ConfigError(f"{where}.train.beta: the β objective needs attention 'flexible', not {model.attention!r}")
     decode = _build(DecodeConfig, {**(decode_defaults or {}), **decode_raw}, f"{where}.decode")
-    if decode.taus and model.attention != "flexible":
-        raise ConfigError(f"{where}.decode.taus: thresholds τ apply to attention 'flexible' only")
+    # a training or decoding option that belongs to a mechanism is an error only where it is in
+    # effect (β = 0 and no τ are every mechanism's defaults, and may come from the defaults)
+    for section, cfg in (("train", train), ("decode", decode)):
+        for f in dataclasses.fields(cfg):
+            if getattr(cfg, f.name) != f.default:
+                _check_owner(f"{section}.{f.name}", model.attention, where)
     _check_taus(decode.taus, f"{where}.decode.taus")
     return VariantConfig(name, model, train, decode, finetune_from, description, paper_row)
+
+
+def _check_owner(key: str, attention: str, where: str) -> None:
+    """``key`` (``window``, ``train.beta``, …) is set: fail unless it belongs to ``attention`` or
+    to no mechanism (:func:`nmtlib.registry.option_owners`)."""
+    owners = option_owners().get(key)
+    if owners and attention not in owners:
+        section, _, name = key.rpartition(".")
+        cls = {"": ModelConfig, "train": TrainConfig, "decode": DecodeConfig}[section]
+        raise ConfigError(f"{where}.{key} ({_fields(cls)[name].metadata['help']}) belongs to attention "
+                          f"{' / '.join(repr(o) for o in owners)}, not {attention!r}")
 
 
 def _check_model(m: ModelConfig, given: dict[str, Any], where: str) -> None:
@@ -414,7 +427,7 @@ def _check_model(m: ModelConfig, given: dict[str, Any], where: str) -> None:
         raise ConfigError(f"{where}.{key}: {why}")
 
     if m.attention == "none":
-        for key in ("window", "sigma", "max_positions", "attention_size"):
+        for key in (*option_owners(), "max_positions", "attention_size"):
             if key in given:
                 fail(key, "this option belongs to an attention mechanism, but attention is 'none'")
         if m.input_feed:
@@ -425,10 +438,8 @@ def _check_model(m: ModelConfig, given: dict[str, Any], where: str) -> None:
         if m.score == "location" and m.attention != "global":
             fail("score", f"'location' is a fixed-length vector over positions (Luong Eq. 9); it is defined "
                           f"for global attention only, not {m.attention!r}")
-        if "window" in given and m.attention not in ("local-m", "local-p"):
-            fail("window", f"the window D belongs to local-m/local-p attention, not {m.attention!r}")
-        if "sigma" in given and m.attention != "flexible":
-            fail("sigma", f"σ belongs to flexible attention, not {m.attention!r}")
+        for key in given:
+            _check_owner(key, m.attention, where)
         if "max_positions" in given and m.score != "location":
             fail("max_positions", "L_max belongs to the 'location' score")
         memory = m.hidden_size * (2 if m.bidirectional else 1)

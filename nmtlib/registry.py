@@ -1,13 +1,69 @@
 """Names of the building blocks, without importing torch.
 
 The workflow validates configs when Snakemake parses the Snakefile — on every cluster job
-too — so config checking must not pay for importing PyTorch. The model modules register their
-classes under exactly these names (tests/test_workflow.py checks both stay in sync).
+too — so config checking must not pay for importing PyTorch. This module therefore declares each
+attention mechanism as plain data: its name, the class that implements it (imported only when a
+model is built) and the config options that belong to it. The model builder, the option checks
+(:func:`nmtlib.config.resolve_variant`), the schema's enum, the CLI's choices and the report's
+order all read :data:`MECHANISMS`; adding a mechanism is its class and one entry here
+(docs/extending.md).
 """
 
 from __future__ import annotations
 
-#: attention mechanisms (Luong §3.1–3.2, Shu & Nakayama §3); ``none`` = no attention
-ATTENTION_NAMES: tuple[str, ...] = ("global", "local-m", "local-p", "flexible")
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One attention mechanism, declared once."""
+
+    name: str  #: the value of ``model.attention`` in configs, and its label in results
+    cls: str  #: ``module:Class`` of its :class:`~nmtlib.models.attention.Attention` subclass
+    paper: str  #: where it is defined, for help texts and docs
+    #: config keys that only this mechanism reads (and any other that declares them): model
+    #: options by name (``window``), training and decoding options as ``train.<key>`` /
+    #: ``decode.<key>``. A variant that sets one of them under another mechanism is an error.
+    options: tuple[str, ...] = ()
+
+    def load(self) -> Any:
+        """The implementing class (imports torch)."""
+        module, _, name = self.cls.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+_ATT = "nmtlib.models.attention"
+
+#: attention mechanisms in the order results are shown (Luong §3.1–3.2, Shu & Nakayama §3);
+#: ``none`` (a non-attentional model) is not a mechanism
+MECHANISMS: tuple[Mechanism, ...] = (
+    Mechanism("global", f"{_ATT}:GlobalAttention", "Luong et al. 2015 §3.1; Bahdanau et al. 2015 Eq. 5–6"),
+    Mechanism("local-m", f"{_ATT}:LocalMonotonicAttention", "Luong et al. 2015 §3.2", options=("window",)),
+    Mechanism("local-p", f"{_ATT}:LocalPredictiveAttention", "Luong et al. 2015 §3.2, Eq. 10–11",
+              options=("window",)),
+    Mechanism("flexible", f"{_ATT}:FlexibleAttention", "Shu & Nakayama 2017 §3",
+              options=("sigma", "train.beta", "decode.taus")),
+)
+
+ATTENTION_NAMES: tuple[str, ...] = tuple(m.name for m in MECHANISMS)
+
 #: score functions (Luong Eq. 8–9, Bahdanau Eq. 7)
 SCORE_NAMES: tuple[str, ...] = ("dot", "general", "concat", "additive", "location")
+
+
+def mechanism(name: str) -> Mechanism:
+    for m in MECHANISMS:
+        if m.name == name:
+            return m
+    raise KeyError(f"unknown attention mechanism {name!r}; choose one of {list(ATTENTION_NAMES)}")
+
+
+def option_owners() -> dict[str, tuple[str, ...]]:
+    """``{config key: the mechanisms it belongs to}`` for every key a mechanism declares."""
+    owners: dict[str, tuple[str, ...]] = {}
+    for m in MECHANISMS:
+        for key in m.options:
+            owners[key] = (*owners.get(key, ()), m.name)
+    return owners

@@ -90,7 +90,7 @@ def test_reversed_source_keeps_states_in_source_order():
     (dict(attention="local-p", score="location"), "score", "global attention only"),
     (dict(attention="local-m", score="location"), "score", "global attention only"),
     (dict(attention="none", input_feed=False, window=5), "window", "attention is 'none'"),
-    (dict(attention="global", window=5), "window", "local-m/local-p"),
+    (dict(attention="global", window=5), "window", "'local-m' / 'local-p'"),
     (dict(attention="global", sigma=2.0), "sigma", "flexible"),
     (dict(attention="none"), "input_feed", "without attention"),
     (dict(arch="rnnsearch", input_feed=True), "input_feed", "query 'previous'"),

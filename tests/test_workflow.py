@@ -142,11 +142,17 @@ def test_schema_enums_come_from_the_registries():
 
 
 def test_registry_names_match_the_model_classes():
-    from nmtlib.models.attention import ATTENTIONS
+    import nmtlib.models.attention as attention
     from nmtlib.models.scores import SCORES
-    from nmtlib.registry import ATTENTION_NAMES, SCORE_NAMES
+    from nmtlib.registry import MECHANISMS, SCORE_NAMES
 
-    assert tuple(ATTENTIONS) == ATTENTION_NAMES and tuple(SCORES) == SCORE_NAMES
+    classes = {m.name: m.load() for m in MECHANISMS}
+    assert all(issubclass(cls, attention.Attention) and cls.name == name for name, cls in classes.items())
+    # every mechanism class of the models is declared, so none is unreachable from a config
+    defined = {cls for cls in vars(attention).values()
+               if isinstance(cls, type) and issubclass(cls, attention.Attention) and cls.name}
+    assert defined == set(classes.values())
+    assert tuple(SCORES) == SCORE_NAMES
 
 
 def test_config_checking_does_not_import_torch():

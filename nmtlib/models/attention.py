@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from nmtlib.config import ModelConfig
 from nmtlib.models.matvec import weighted_sum
 from nmtlib.models.scores import Score, pair_keys
 
@@ -76,12 +77,19 @@ def gather_rows(x: Tensor, positions: Tensor) -> Tensor:
 class Attention(nn.Module):
     """Base class: a score function plus the choice of positions it is evaluated at."""
 
-    #: name used in configs and in results tables
+    #: name used in configs and in results tables (declared in :data:`nmtlib.registry.MECHANISMS`)
     name: str = ""
+    #: whether :class:`AttentionOutput` carries a strength g(t) (read by the β objective)
+    gated: bool = False
 
     def __init__(self, score: Score) -> None:
         super().__init__()
         self.score = score
+
+    @classmethod
+    def from_config(cls, score: Score, cfg: ModelConfig) -> Attention:
+        """The mechanism for a model configuration, around its score function."""
+        return cls(score)
 
     def precompute(self, memory: Memory) -> Memory:
         return replace(memory, keys=self.score.precompute(memory.values))
@@ -158,6 +166,10 @@ class LocalMonotonicAttention(Attention):
         super().__init__(score)
         self.D = window
 
+    @classmethod
+    def from_config(cls, score, cfg):
+        return cls(score, window=cfg.window)
+
     def graph_key(self, step):
         return (step,)  # p_t = t is a constant of the recorded step
 
@@ -187,6 +199,10 @@ class LocalPredictiveAttention(Attention):
         self.sigma = window / 2
         self.W_p = nn.Linear(query_size, predict_size or query_size, bias=False)
         self.v_p = nn.Linear(predict_size or query_size, 1, bias=False)
+
+    @classmethod
+    def from_config(cls, score, cfg):
+        return cls(score, cfg.hidden_size, window=cfg.window)
 
     def aligned_position(self, query: Tensor, lengths: Tensor) -> Tensor:
         """p_t of Eq. 10, real-valued in [0, S]."""
@@ -221,6 +237,7 @@ class FlexibleAttention(Attention):
     """
 
     name = "flexible"
+    gated = True
 
     #: With τ, the windows' pairs are scored laid flat when that skips at least this many key
     #: elements of the covering span (rows × span width − window sizes, times the key size), else
@@ -239,6 +256,10 @@ class FlexibleAttention(Attention):
         gate_size = gate_size or query_size
         self.W_g = nn.Linear(query_size + embedding_size, gate_size, bias=False)
         self.v_g = nn.Linear(gate_size, 1)  # its bias is b_g
+
+    @classmethod
+    def from_config(cls, score, cfg):
+        return cls(score, cfg.hidden_size, cfg.embedding_size, sigma=cfg.sigma)
 
     def init_state(self, memory):
         return {"focus": memory.values.new_zeros(memory.values.shape[0])}
@@ -357,12 +378,3 @@ class FlexibleAttention(Attention):
         e = torch.exp(logits - top.index_select(0, rows_t))
         w = e / logits.new_zeros(B).index_add(0, rows_t, e).index_select(0, rows_t)
         return logits.new_zeros(B * W).index_put((rows_t * W + pos_t - first,), w).view(B, W)
-
-
-#: attention names → classes (``none`` means a non-attentional model)
-ATTENTIONS: dict[str, type[Attention]] = {
-    "global": GlobalAttention,
-    "local-m": LocalMonotonicAttention,
-    "local-p": LocalPredictiveAttention,
-    "flexible": FlexibleAttention,
-}

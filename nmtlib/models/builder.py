@@ -6,7 +6,7 @@ from __future__ import annotations
 from torch import nn
 
 from nmtlib.config import ModelConfig
-from nmtlib.models.attention import ATTENTIONS, Attention
+from nmtlib.models.attention import Attention
 from nmtlib.models.decoders import (
     AttentionalOutput,
     FullyConnectedOutput,
@@ -17,6 +17,7 @@ from nmtlib.models.decoders import (
 from nmtlib.models.encoders import RecurrentEncoder
 from nmtlib.models.scores import build_score
 from nmtlib.models.seq2seq import Seq2Seq
+from nmtlib.registry import mechanism
 
 
 def build_attention(cfg: ModelConfig, memory_size: int) -> Attention | None:
@@ -28,14 +29,7 @@ def build_attention(cfg: ModelConfig, memory_size: int) -> Attention | None:
     elif cfg.score in ("concat", "additive") and cfg.attention_size:
         score_opts["attention_size"] = cfg.attention_size
     score = build_score(cfg.score, cfg.hidden_size, memory_size, **score_opts)
-    cls = ATTENTIONS[cfg.attention]
-    if cfg.attention == "local-m":
-        return cls(score, window=cfg.window)
-    if cfg.attention == "local-p":
-        return cls(score, cfg.hidden_size, window=cfg.window)
-    if cfg.attention == "flexible":
-        return cls(score, cfg.hidden_size, cfg.embedding_size, sigma=cfg.sigma)
-    return cls(score)
+    return mechanism(cfg.attention).load().from_config(score, cfg)
 
 
 def build_output(cfg: ModelConfig, memory_size: int) -> OutputLayer:

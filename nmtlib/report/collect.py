@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from nmtlib.config import parse_setting
+from nmtlib.registry import ATTENTION_NAMES
 
 
 @dataclass
@@ -97,6 +98,14 @@ def attention_label(variant: dict[str, Any]) -> str:
     """``attention`` column value: RNNsearch's additive attention on s_{i−1} is labelled apart from Luong's."""
     m = variant["model"]
     return "rnnsearch" if m["arch"] == "rnnsearch" and m["attention"] == "global" else m["attention"]
+
+
+def attention_order() -> list[str]:
+    """The ``attention`` labels in the order results show them: the mechanisms as declared
+    (:data:`nmtlib.registry.MECHANISMS`), RNNsearch right after the global attention it is."""
+    order = list(ATTENTION_NAMES)
+    order.insert(order.index("global") + 1, "rnnsearch")
+    return order
 
 
 def parse_tau(setting: str) -> float | None:
@@ -356,10 +365,10 @@ def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
 
 
 def attention_selection(spec: ExperimentSpec) -> list[str]:
-    """One attentional variant per attention type for the heatmaps, in the order global,
-    RNNsearch, local-m, local-p, flexible; the first variant of each type in config order, a
-    fine-tuned Flexible Attention variant (``finetune_from``) before its parent."""
-    order = ["global", "rnnsearch", "local-m", "local-p", "flexible"]
+    """One attentional variant per attention type for the heatmaps, in :func:`attention_order`;
+    the first variant of each type in config order, a fine-tuned Flexible Attention variant
+    (``finetune_from``) before its parent."""
+    order = attention_order()
     chosen: dict[str, str] = {}
     for name, v in spec.variants.items():
         label = attention_label(v)

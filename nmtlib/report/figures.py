@@ -13,6 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from nmtlib.atomic import atomic_write  # noqa: E402
+from nmtlib.report.collect import attention_order  # noqa: E402
 
 
 def _save(fig: plt.Figure, path: Path, tight: bool = True) -> None:
@@ -146,7 +147,7 @@ def window_tradeoff(points: pd.DataFrame, mean_src_len: float | None, path: Path
         return _empty(path, title, "no Flexible Attention variant decoded with thresholds τ\n"
                                    "(a variant with attention: flexible and decode.taus)")
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    markers = {"global": "s", "rnnsearch": "D", "local-m": "^", "local-p": "v", "none": "x"}
+    markers = dict(zip(attention_order(), "sD^v<>phH8*"), none="x")
     for k, (name, df) in enumerate(points[points["attention"] == "flexible"].groupby("variant", sort=False)):
         df = df.sort_values("avg_window")
         line, = ax.plot(df["avg_window"], df["bleu"], marker="o", label=f"{name} (flexible, one point per τ)")

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 
 from nmtlib.data.batching import Batch
 from nmtlib.data.vocab import PAD_ID
-from nmtlib.models.attention import FlexibleAttention, Memory, length_mask
+from nmtlib.models.attention import Memory, length_mask
 from nmtlib.models.encoders import EncoderOutput
 from nmtlib.models.seq2seq import Seq2Seq
 from nmtlib.train.loss import batch_loss, loss_terms
@@ -165,7 +165,7 @@ class CudaGraphLoss:
         S, T = self.padded_shape(batch)
         with self.autocast():
             args, (has_c, has_backward) = graph_inputs(model, batch, S, T)
-            with_gates = bool(beta) and isinstance(model.decoder.attention, FlexibleAttention)
+            with_gates = bool(beta) and model.has_attention and model.decoder.attention.gated
             fn, graphed = self.entry(args, (has_c, has_backward, with_gates), S, T)
             outs = graphed(*args, *self.loop_params(fn))
             # the vocabulary projection runs on the whole padded (B, T) grid: selecting the real
