@@ -27,10 +27,10 @@ import pytest
 from nmtlib.errors import NmtlibError
 from nmtlib.commands import download as download_cmd
 from nmtlib.data import download as dl
+from nmtlib.data.corpora import load_registry
 from nmtlib.data.download import (
     TOFU_NAME,
     fetch,
-    load_registry,
     resolve_cache_dir,
     sgm_to_text,
     verify,

@@ -184,7 +184,7 @@ def expected_jobs(config: dict) -> dict[str, int]:
         jobs["score_alignment"] = len(attentional) * seeds
     dictionary = config["data"].get("dictionary")
     if config["data"]["corpus"] != "synthetic" and dictionary not in (None, "generated"):
-        from nmtlib.data.download import load_registry
+        from nmtlib.data.corpora import load_registry
 
         files = {e.tofu_key for e in load_registry().dataset(config["data"]["corpus"]).files.values()}
         if dictionary in files:  # a file of the data set: verified, then copied into the run

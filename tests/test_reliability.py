@@ -256,7 +256,7 @@ def test_zero_threads_is_an_error_not_all_cores(capsys, command):
 
 def test_yaml_python_tags_are_refused_by_every_yaml_reader(tmp_path):
     from nmtlib.commands.train import load_variant
-    from nmtlib.data.download import load_registry
+    from nmtlib.data.corpora import load_registry
 
     marker = tmp_path / "YAML_PAYLOAD_RAN"
     payload = f'!!python/object/apply:os.system ["touch {marker}"]'

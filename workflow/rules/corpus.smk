@@ -45,7 +45,7 @@ else:
     def _registry_entries():
         """File of the data set (relative to its cache folder) -> the registry entry that provides it."""
         from nmtlib.cli import NmtlibError
-        from nmtlib.data.download import load_registry
+        from nmtlib.data.corpora import load_registry
 
         try:
             ds = load_registry().dataset(DATA["corpus"])
