@@ -26,15 +26,10 @@ import pytest
 
 from nmtlib.errors import NmtlibError
 from nmtlib.commands import download as download_cmd
-from nmtlib.data import download as dl
+from nmtlib.data import cache as dl
+from nmtlib.data.cache import TOFU_NAME, resolve_cache_dir
 from nmtlib.data.corpora import load_registry
-from nmtlib.data.download import (
-    TOFU_NAME,
-    fetch,
-    resolve_cache_dir,
-    sgm_to_text,
-    verify,
-)
+from nmtlib.data.download import fetch, sgm_to_text, verify
 
 from conftest import SHARED as SHARED_ROOT
 

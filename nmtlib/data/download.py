@@ -46,19 +46,24 @@ import urllib.request
 import zipfile
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nmtlib.atomic import atomic_write, remove_stale_temporaries, temporary_name
+from nmtlib.data.cache import (
+    ENV_CACHE,
+    Tofu,
+    check_file,
+    compare,
+    expected_sha256,
+    move_aside,
+    resolve_cache_dir,
+)
 from nmtlib.data.corpora import Dataset, FileEntry, RegistrySource, load_registry
 from nmtlib.errors import NmtlibError
 from nmtlib.files import file_digests, sha256_file
 
 __all__ = [
-    "ENV_CACHE",
-    "TOFU_NAME",
-    "resolve_cache_dir",
     "fetch",
     "verify",
     "copy_verified",
@@ -68,8 +73,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ENV_CACHE = "NMTLIB_CACHE"
-TOFU_NAME = "SHA256SUMS.tofu"
 _MARKER = ".nmtlib-extracted"
 _CHUNK = 1 << 20
 
@@ -78,128 +81,6 @@ def _user_agent() -> str:
     from nmtlib import __version__
 
     return f"nmtlib/{__version__} (Python urllib)"
-
-
-def resolve_cache_dir(cache_dir: Path | str | None = None) -> Path:
-    """``cache_dir``, else ``$NMTLIB_CACHE``, else ``~/.cache/nmtlib``."""
-    if cache_dir is not None and str(cache_dir) != "":
-        return Path(cache_dir).expanduser()
-    env = os.environ.get(ENV_CACHE)
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "nmtlib"
-
-
-# --- checksums and the trust-on-first-use record -------------------------------------------
-
-
-class _Tofu:
-    """``<cache>/<dataset>/SHA256SUMS.tofu``: ``sha256sum``-format lines for unpinned files."""
-
-    def __init__(self, cache: Path, dataset: str) -> None:
-        self.path = cache / dataset / TOFU_NAME
-
-    def load(self) -> dict[str, str]:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {}
-        except OSError as err:
-            raise NmtlibError(f"{self.path}: cannot read ({err.strerror})") from err
-        record: dict[str, str] = {}
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip() or line.startswith("#"):
-                continue
-            m = re.fullmatch(r"([0-9a-f]{64}) [ *](.+)", line)
-            if not m:
-                raise NmtlibError(f"{self.path}:{lineno}: expected '<sha256>  <path>'")
-            record[m.group(2)] = m.group(1)
-        return record
-
-    def record(self, key: str, sha256: str) -> None:
-        try:
-            entries = self.load()
-            entries[key] = sha256
-            body = "".join(f"{h}  {k}\n" for k, h in sorted(entries.items()))
-            with atomic_write(self.path) as fh:
-                fh.write(
-                    "# sha256 of files the registry does not pin yet, recorded on first use\n"
-                    + body
-                )
-            log.warning(
-                "trust on first use: recorded sha256 %s for %s in %s", sha256, key, self.path
-            )
-        except OSError as err:  # a read-only cache still works, it just cannot remember
-            log.warning("cannot record the sha256 of %s in %s: %s", key, self.path, err)
-
-
-@dataclass
-class _Check:
-    ok: bool
-    sha256: str
-    size: int
-    problem: str = ""
-
-
-def _check_file(path: Path, entry: FileEntry, expected: str | None, source: str) -> _Check:
-    """Hash ``path`` and compare it with the expected sha256 (and the registry's size)."""
-    size = path.stat().st_size
-    got = sha256_file(path)
-    return _compare(got, size, entry.size, expected, source)
-
-
-def _compare(
-    got: str, size: int, expected_size: int | None, expected: str | None, source: str
-) -> _Check:
-    """The verdict on bytes whose sha256 is ``got`` and length ``size``."""
-    if expected is not None and got != expected:
-        return _Check(
-            False, got, size, f"sha256 mismatch: expected {expected} ({source}), got {got}"
-        )
-    if expected_size is not None and size != expected_size:
-        return _Check(
-            False,
-            got,
-            size,
-            f"size mismatch: expected {expected_size} bytes (registry), got {size}",
-        )
-    return _Check(True, got, size)
-
-
-def _aside_names(path: Path) -> Iterator[Path]:
-    """``<name>.corrupt``, then ``<name>.corrupt.1``, ``<name>.corrupt.2``, ..."""
-    yield path.with_name(path.name + ".corrupt")
-    n = 1
-    while True:
-        yield path.with_name(f"{path.name}.corrupt.{n}")
-        n += 1
-
-
-def _move_aside(path: Path) -> Path:
-    """Rename a bad file (or folder) to the first free ``.corrupt`` name; earlier ones are kept.
-
-    A file is claimed with ``os.link`` (which never replaces), so two processes that move bad
-    copies aside at once cannot overwrite each other's; a folder, or a file system without hard
-    links, is renamed to a name that does not exist yet."""
-    try:
-        for aside in _aside_names(path):
-            if os.path.lexists(aside):
-                continue
-            if path.is_file() and not path.is_symlink():
-                try:
-                    os.link(path, aside)
-                except FileExistsError:  # taken meanwhile: the next name
-                    continue
-                except OSError:  # no hard links here
-                    pass
-                else:
-                    os.unlink(path)
-                    return aside
-            os.rename(path, aside)
-            return aside
-    except OSError as err:
-        raise NmtlibError(f"{path}: is corrupt and cannot be moved aside ({err})") from err
-    raise AssertionError("unreachable")  # _aside_names never ends
 
 
 # --- HTTP -----------------------------------------------------------------------------------
@@ -495,7 +376,7 @@ def _extract(entry: FileEntry, archive: Path, cache: Path, archive_sha: str) -> 
         log.warning("%s: unpacking it again to record the sha256 of its members", dest)
         shutil.rmtree(dest)
     elif dest.exists():
-        log.warning("%s: incomplete or stale unpacking; moved to %s", dest, _move_aside(dest))
+        log.warning("%s: incomplete or stale unpacking; moved to %s", dest, move_aside(dest))
     tmp = temporary_name(dest)
     try:
         safe_extract(archive, tmp)
@@ -561,14 +442,6 @@ def _select(
     return [ds.files[f] for f in dict.fromkeys(files)]
 
 
-def _expected(entry: FileEntry, tofu: dict[str, str]) -> tuple[str | None, str]:
-    if entry.sha256 is not None:
-        return entry.sha256, "registry"
-    if entry.tofu_key in tofu:
-        return tofu[entry.tofu_key], f"recorded on first use in {TOFU_NAME}"
-    return None, ""
-
-
 def _hand_hint(entry: FileEntry, target: Path, expected: str | None) -> str:
     what = (
         "the plain text extracted from that SGML file" if entry.convert == "wmt-sgm" else "the file"
@@ -626,7 +499,7 @@ def _obtain(
         got = file_digests(part, extra)
         for algo in extra:
             if got[algo] != getattr(entry, algo):
-                aside = _move_aside(part)
+                aside = move_aside(part)
                 raise NmtlibError(
                     f"{entry.url}: {algo} mismatch: expected {getattr(entry, algo)}, "
                     f"got {got[algo]}; "
@@ -640,13 +513,13 @@ def _obtain(
             sgm_to_text(part, candidate)
         except (OSError, UnicodeDecodeError) as err:
             candidate.unlink(missing_ok=True)
-            aside = _move_aside(part)
+            aside = move_aside(part)
             raise NmtlibError(
                 f"{entry.url}: cannot convert from SGML ({err}); moved to {aside}"
             ) from err
-    check = _check_file(candidate, entry, expected, source)
+    check = check_file(candidate, entry, expected, source)
     if not check.ok:
-        aside = _move_aside(candidate)
+        aside = move_aside(candidate)
         part.unlink(missing_ok=True)  # (a no-op when the candidate was the part itself)
         raise NmtlibError(
             f"{target}: the download from {entry.url} does not verify: {check.problem}; "
@@ -681,13 +554,13 @@ def fetch(
     reg = load_registry(registry)
     ds = reg.dataset(dataset)
     cache = resolve_cache_dir(cache_dir)
-    tofu_store = _Tofu(cache, ds.name)
+    tofu_store = Tofu(cache, ds.name)
     tofu = tofu_store.load()
     out: dict[str, Path] = {}
     selected = _select(ds, files)
     # all hand-placed files that are missing, in one message (rather than one per run)
     missing_manual = [
-        (e, cache / e.path, _expected(e, tofu)[0])
+        (e, cache / e.path, expected_sha256(e, tofu)[0])
         for e in selected
         if (e.manual or e.url is None) and not (cache / e.path).is_file()
     ]
@@ -695,24 +568,24 @@ def fetch(
         raise _manual_error(ds, missing_manual, cache)
     for entry in selected:
         target = cache / entry.path
-        expected, source = _expected(entry, tofu)
+        expected, source = expected_sha256(entry, tofu)
         sha: str | None = None
         if target.is_file():
-            check = _check_file(target, entry, expected, source)
+            check = check_file(target, entry, expected, source)
             if check.ok:
                 sha = check.sha256
             else:
-                aside = _move_aside(target)
+                aside = move_aside(target)
                 log.warning("%s: %s; moved to %s, fetching it again", target, check.problem, aside)
         elif target.exists():
             raise NmtlibError(f"{target}: exists but is not a regular file")
         if sha is None:
             with _lock(target):
                 if target.is_file():  # another process may have finished it meanwhile
-                    check = _check_file(target, entry, expected, source)
+                    check = check_file(target, entry, expected, source)
                     sha = check.sha256 if check.ok else None
                     if not check.ok:
-                        aside = _move_aside(target)
+                        aside = move_aside(target)
                         log.warning(
                             "%s: %s; moved to %s, fetching it again", target, check.problem, aside
                         )
@@ -754,18 +627,18 @@ def verify(
     reg = load_registry(registry)
     ds = reg.dataset(dataset)
     cache = resolve_cache_dir(cache_dir)
-    tofu_store = _Tofu(cache, ds.name)
+    tofu_store = Tofu(cache, ds.name)
     tofu = tofu_store.load()
     out: dict[str, Path] = {}
     problems: list[str] = []
     for entry in _select(ds, files, present_optional_in=cache):
         target = cache / entry.path
-        expected, source = _expected(entry, tofu)
+        expected, source = expected_sha256(entry, tofu)
         if not target.is_file():
             where = "obtain it by hand (manual entry)" if entry.manual else f"from {entry.url}"
             problems.append(f"{target}: missing ({where})")
             continue
-        check = _check_file(target, entry, expected, source)
+        check = check_file(target, entry, expected, source)
         if not check.ok:
             problems.append(f"{target}: {check.problem}")
             continue
@@ -873,9 +746,9 @@ def copy_verified(
     cache = resolve_cache_dir(cache_dir)
     dest = Path(dest)
     entry, member = _locate(ds, file, reg.origin)
-    tofu_store = _Tofu(cache, ds.name)
+    tofu_store = Tofu(cache, ds.name)
     tofu = tofu_store.load()
-    expected, source = _expected(entry, tofu)
+    expected, source = expected_sha256(entry, tofu)
     expected_size = entry.size
     download = f"nmtlib download {shlex.quote(ds.name)} --cache {shlex.quote(str(cache))}"
     if member is None:
@@ -905,7 +778,7 @@ def copy_verified(
             got, size, problem = _copy_hashing(src, out)
         except OSError as err:
             raise NmtlibError(f"cannot copy {src} to {dest}: {err}") from err
-        check = _compare(got, size, expected_size, expected, source)
+        check = compare(got, size, expected_size, expected, source)
         if not check.ok:  # raised inside atomic_write: dest is not written
             raise NmtlibError(
                 f"{src}: {check.problem}; the file changed after it was verified, and nothing "
