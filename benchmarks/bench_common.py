@@ -327,21 +327,18 @@ def thread_env(threads: int) -> dict[str, str]:
 class ForcedLength:
     """A model whose every hypothesis takes exactly ``steps`` decoder steps: ``<eos>`` is masked
     before the last step and is the only choice at it (``steps − 1`` tokens + ``<eos>``). Wraps
-    the real model's ``encode``/``step``/``set_tau``; the model itself is unchanged. Used to
+    the real model's ``encode``/``step``/``graph_key``; the model itself is unchanged. Used to
     compare decoding speed at equal output lengths."""
 
     def __init__(self, model, steps: int) -> None:
         self.model, self.steps = model, steps
 
-    def set_tau(self, tau) -> None:
-        self.model.set_tau(tau)
+    def encode(self, src, src_lengths, tau=None):
+        return self.model.encode(src, src_lengths, tau)
 
-    def encode(self, src, src_lengths):
-        return self.model.encode(src, src_lengths)
-
-    def graph_key(self, t):
+    def graph_key(self, t, tau=None):
         """A CUDA graph of step t is specific to whether <eos> is masked or forced there."""
-        key = self.model.graph_key(t)
+        key = self.model.graph_key(t, tau)
         return None if key is None else (*key, t + 1 < self.steps)
 
     def step(self, y_prev, state, memory):

@@ -7,7 +7,7 @@ Models are *briefly trained* on the embedded synthetic corpus (``nmtlib corpus s
 with nmtlib's real ``Trainer`` (``--train-steps`` updates, Adam 3e-3, per-token loss, batch 64),
 so their outputs have realistic lengths; decoding goes through nmtlib's real path
 (``decode_data``: sentences sorted by source length, batched, ``beam_search`` over
-``Ensemble([model])``, ``model.set_tau(τ)``). Trained models are cached under
+``Ensemble([model], τ)``). Trained models are cached under
 ``benchmarks/out/decode_models/``. With ``--force-length L`` every hypothesis takes exactly L
 decoder steps instead (a wrapper masks ``<eos>``), so models with different output lengths can
 be compared at equal work.
@@ -209,7 +209,6 @@ def main(argv=None) -> int:
     for st in settings:  # warm-up (one-time allocations, oneDNN primitives), untimed
         use_layout(st)
         decode_data(st["decoded"], ParallelData(test.src[: min(st["bs"], 8)], None), st["opts"], device)
-        st["model"].set_tau(None)
     for _ in range(args.repeat):
         for st in settings:
             st.setdefault("load", bc.loadavg())  # before its first timed decode
@@ -219,8 +218,7 @@ def main(argv=None) -> int:
             st["hyps"], _ = decode_data(st["decoded"], ParallelData(test.src, None), st["opts"], device)
             bc.sync(device)
             st["times"].append(bc.timer() - t0)
-            st["model"].set_tau(None)
-
+    
     rows, results, global_evals = [], [], {}
     for st in settings:
         arch, record, gate, tau, beam, bs, hyps = (st[k] for k in ("arch", "record", "gate", "tau", "beam", "bs", "hyps"))

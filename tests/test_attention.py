@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -171,13 +172,11 @@ def test_flexible_tau_infinity_is_exactly_untruncated():
     memory = att.precompute(memory_of(torch.randn(2, 9, 4), [9, 6]))
     state = {"focus": torch.tensor([4.0, 2.0])}
     query, emb = torch.randn(2, 4), torch.randn(2, 3)
-    att.tau = None
-    full, _ = att(query, memory, state, 0, emb)
-    att.tau = float("inf")
-    inf, _ = att(query, memory, state, 0, emb)
+    full, _ = att(query, memory, state, 0, emb)  # memory.tau None
+    inf, _ = att(query, replace(memory, tau=float("inf")), state, 0, emb)
     assert torch.equal(full.weights, inf.weights) and torch.equal(full.context, inf.context)
-    att.tau = 1e6  # a finite τ whose span covers every word computes the same numbers
-    wide, _ = att(query, memory, state, 0, emb)
+    # a finite τ whose span covers every word computes the same numbers
+    wide, _ = att(query, replace(memory, tau=1e6), state, 0, emb)
     assert torch.allclose(full.weights, wide.weights, atol=1e-6)
     assert wide.evaluated.tolist() == [9, 6]
 
@@ -191,8 +190,7 @@ def test_flexible_window_equals_closed_form_and_shrinks_with_tau():
     g = att.strength(query, emb).item()
     counts = []
     for tau in (5.0, 1.6, 1.2, 0.8, 0.3):
-        att.tau = tau
-        out, _ = att(query, memory, state, 0, emb)
+        out, _ = att(query, replace(memory, tau=tau), state, 0, emb)
         r = 1.5 * math.sqrt(2 * tau / g)  # s ∈ (p − σ√(2τ/g), p + σ√(2τ/g))
         inside = [s for s in range(S) if 12.3 - r < s < 12.3 + r]
         assert out.evaluated.item() == len(inside)
@@ -206,10 +204,9 @@ def test_flexible_truncation_really_scores_fewer_positions():
     """The score function sees the windows' (row, position) pairs only (flat layout), or the span
     that covers the windows (few rows), never all positions masked."""
     att = flexible()
-    memory = att.precompute(memory_of(torch.randn(2, 40, 4), [40, 30]))
+    memory = replace(att.precompute(memory_of(torch.randn(2, 40, 4), [40, 30])), tau=0.5)
     seen = []
     att.score.register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
-    att.tau = 0.5
     state, query, emb = {"focus": torch.tensor([20.0, 3.0])}, torch.randn(2, 4), torch.randn(2, 3)
     att.flat_min_skipped = 0
     out, _ = att(query, memory, state, 0, emb)
@@ -237,8 +234,7 @@ def test_flexible_window_layouts_agree():
     the same weights, context, focus and evaluation counts."""
     torch.manual_seed(2)
     att = FlexibleAttention(ConcatScore(4, 4, 6), query_size=4, embedding_size=3)
-    att.tau = 1.2
-    memory = att.precompute(memory_of(torch.randn(5, 20, 4), [20, 9, 14, 3, 20]))
+    memory = replace(att.precompute(memory_of(torch.randn(5, 20, 4), [20, 9, 14, 3, 20])), tau=1.2)
     state = {"focus": torch.tensor([0.0, 4.4, 12.5, 2.0, 18.9])}
     query, emb = torch.randn(5, 4), torch.randn(5, 3)
     outs = []

@@ -131,14 +131,14 @@ def test_flexible_tau_window_on_cuda_equals_cpu():
 
     torch.manual_seed(0)
     att = FlexibleAttention(ConcatScore(16, 16, 16), query_size=16, embedding_size=8).eval()
-    att.tau = 1.2
     lengths = torch.tensor([12, 7, 12, 3, 9])
     values, query, emb = torch.randn(5, 12, 16), torch.randn(5, 16), torch.randn(5, 8)
     focus = torch.tensor([0.0, 2.5, 6.2, 1.0, 11.7])
     outs = []
     for device in ("cpu", "cuda"):
         a = att.to(device)
-        memory = a.precompute(Memory(values.to(device), length_mask(lengths.to(device), 12), lengths.to(device)))
+        memory = a.precompute(Memory(values.to(device), length_mask(lengths.to(device), 12), lengths.to(device),
+                                     tau=1.2))
         with torch.no_grad():
             out, state = a(query.to(device), memory, {"focus": focus.to(device)}, 3, emb.to(device))
         outs.append((out.evaluated.cpu(), out.weights.cpu(), state["focus"].cpu()))
@@ -290,14 +290,11 @@ class _PrecisionProbe:
     def __init__(self, model) -> None:
         self.model, self.seen = model, set()
 
-    def set_tau(self, tau) -> None:
-        self.model.set_tau(tau)
+    def encode(self, src, src_lengths, tau=None):
+        return self.model.encode(src, src_lengths, tau)
 
-    def encode(self, src, src_lengths):
-        return self.model.encode(src, src_lengths)
-
-    def graph_key(self, t):
-        return self.model.graph_key(t)
+    def graph_key(self, t, tau=None):
+        return self.model.graph_key(t, tau)
 
     def step(self, y_prev, state, memory):
         self.seen.add(torch.get_float32_matmul_precision())

@@ -85,12 +85,10 @@ def test_slots_are_bounded_least_recently_used_first_out():
 def test_flexible_attention_with_a_threshold_is_searched_eagerly():
     """τ bounds the windows on the host: such a step cannot be recorded."""
     model = model_of("shu-flexible")
-    model.set_tau(1.2)
-    graphs = GraphedSteps(Ensemble([model]), record=False)
+    graphs = GraphedSteps(Ensemble([model], tau=1.2), record=False)
     assert not graphs.supported
     assert type(graphs.search(collate(sentences(2), [0, 1]))) is EagerSteps
-    model.set_tau(None)
-    assert graphs.supported
+    assert GraphedSteps(Ensemble([model], tau=None), record=False).supported
 
 
 def test_local_m_steps_are_specific_to_their_step_index():
@@ -119,11 +117,10 @@ def test_flexible_window_bounds_on_the_device_equal_the_hosts():
         lo_d, hi_d = att.window_on_device(focus, gate, lengths, tau)
         assert np.array_equal(lo, lo_d.numpy()) and np.array_equal(hi, hi_d.numpy())
 
-    att.tau = 1.2
     S = 12
     lengths = torch.tensor([12, 7, 12, 3, 9])
     values, query, emb = torch.randn(5, S, 16), torch.randn(5, 16), torch.randn(5, 8)
-    memory = att.precompute(Memory(values, length_mask(lengths, S), lengths))
+    memory = att.precompute(Memory(values, length_mask(lengths, S), lengths, tau=1.2))
     state = {"focus": torch.tensor([0.0, 2.5, 6.2, 1.0, 11.7])}
     outs = []
     for host in (True, False):
@@ -135,13 +132,13 @@ def test_flexible_window_bounds_on_the_device_equal_the_hosts():
     assert torch.equal(a.evaluated, b.evaluated) and torch.equal(a.weights > 0, b.weights > 0)
     assert torch.allclose(a.weights, b.weights, atol=1e-6) and torch.allclose(a.context, b.context, atol=1e-6)
     assert torch.allclose(fa, fb, atol=1e-5)
-    assert att.graph_key(0) == () and (setattr(att, "host_bounds", None) or att.graph_key(0) is None)
+    assert att.graph_key(0, 1.2) == () and (setattr(att, "host_bounds", None) or att.graph_key(0, 1.2) is None)
+    assert att.graph_key(0, None) == ()
 
 
 def test_flexible_attention_with_device_bounds_is_graphed_and_gives_the_host_search():
     model = model_of("shu-flexible")
-    model.set_tau(1.2)
-    ensemble = Ensemble([model])
+    ensemble = Ensemble([model], tau=1.2)
     batch = collate(sentences(6), list(range(6)))
     host = beam_search(ensemble, batch, beam=4)
     model.decoder.attention.host_bounds = False

@@ -230,11 +230,8 @@ class _RowCounter:
     def __init__(self, model):
         self.model, self.rows = model, []
 
-    def set_tau(self, tau):
-        self.model.set_tau(tau)
-
-    def encode(self, src, src_lengths):
-        return self.model.encode(src, src_lengths)
+    def encode(self, src, src_lengths, tau=None):
+        return self.model.encode(src, src_lengths, tau)
 
     def step(self, y_prev, state, memory):
         self.rows.append(y_prev.shape[0])

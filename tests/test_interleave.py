@@ -66,9 +66,7 @@ def test_interleaved_beam_searches_give_each_batch_alone(name, tau):
     """Three batches in flight through one set of graphed-step buffers: each lane has its own
     slots (shared slots would mix the searches' states), and Flexible Attention with τ, whose
     steps read their windows on the host, is searched eagerly as alone."""
-    model = model_of(name)
-    model.set_tau(tau)
-    ensemble = Ensemble([model])
+    ensemble = Ensemble([model_of(name)], tau)
     data = sentences(14)
     g = torch.Generator().manual_seed(5)
     for i in range(8, 14):  # two batches of the same shape: 3 sentences, longest 9 tokens
@@ -83,7 +81,6 @@ def test_interleaved_beam_searches_give_each_batch_alone(name, tau):
         assert sorted(tuple(idx) for idx, _, _ in finished) == sorted(alone)
         for idx, out, _ in finished:
             assert_same(alone[tuple(idx)], out)
-    model.set_tau(None)
 
 
 def test_interleaved_greedy_searches_give_each_batch_alone():

@@ -78,16 +78,18 @@ class PendingStep:
 
 
 class Ensemble:
-    """N models decoded in lockstep; each keeps its own memory and state."""
+    """N models decoded in lockstep, with Flexible Attention's threshold ``tau`` (None = ∞);
+    each model keeps its own memory and state."""
 
-    def __init__(self, models: list[Seq2Seq]) -> None:
+    def __init__(self, models: list[Seq2Seq], tau: float | None = None) -> None:
         if not models:
             raise ValueError("an ensemble needs at least one model")
         self.models = models
+        self.tau = tau
 
     def start(self, batch: Batch):
         """Each model's encoding of ``batch`` and its initial decoder state, one row per sentence."""
-        return [model.encode(batch.src, batch.src_lengths) for model in self.models]
+        return [model.encode(batch.src, batch.src_lengths, self.tau) for model in self.models]
 
     def step(self, y_prev: Tensor, states):
         log_probs, weights, evaluated, new_states = [], [], [], []
@@ -109,7 +111,7 @@ class Ensemble:
     def graph_key(self, t: int) -> tuple | None:
         """What a CUDA graph of step ``t`` must be specific to (:mod:`nmtlib.decode.graphs`):
         each model's ``graph_key(t)``; None if any model's step cannot be recorded."""
-        keys = [getattr(model, "graph_key", lambda t: None)(t) for model in self.models]
+        keys = [getattr(model, "graph_key", lambda t, tau: None)(t, self.tau) for model in self.models]
         return None if any(k is None for k in keys) else tuple(keys)
 
     @staticmethod

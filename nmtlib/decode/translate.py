@@ -93,9 +93,7 @@ def decode_data(
     while the GPU computes another's step; on a CPU there is nothing to overlap, so one."""
     if opts.in_flight < 1:
         raise ValueError(f"decode in_flight must be at least 1, got {opts.in_flight}")
-    for model in models:
-        model.set_tau(opts.tau)
-    ensemble = Ensemble(models)
+    ensemble = Ensemble(models, opts.tau)
     # steps that read values on the host (FlexibleAttention.host_bounds) run eagerly: GraphedSteps.search
     graphs = GraphedSteps(ensemble) if opts.cuda_graphs and device.type == "cuda" and not opts.greedy else None
     order = sorted(range(len(data)), key=lambda i: (len(data.src[i]), i))

@@ -41,11 +41,19 @@ class Memory:
     mask: Tensor  #: (B, S) True at real tokens
     lengths: Tensor  #: (B,) source lengths
     keys: Tensor | None = None  #: (B, S, K) score keys, precomputed once per sentence
+    #: the search's threshold τ on the attention's penalty (Shu & Nakayama §3.3): a mechanism
+    #: with a penalty scores only where it is below τ; None (training, τ = ∞) scores everything
+    tau: float | None = None
 
     def index_select(self, rows: Tensor) -> Memory:
         """Rows ``rows`` of every field (beam search: the hypotheses of the sentences still decoded)."""
         sel = lambda t: None if t is None else t.index_select(0, rows)  # noqa: E731
-        return Memory(sel(self.values), sel(self.mask), sel(self.lengths), sel(self.keys))
+        return Memory(sel(self.values), sel(self.mask), sel(self.lengths), sel(self.keys), self.tau)
+
+
+def windowed(tau: float | None) -> bool:
+    """Whether a threshold τ truncates the scores; τ = ∞ (or None) scores every position."""
+    return tau is not None and not math.isinf(tau)
 
 
 class AttentionOutput(NamedTuple):
@@ -98,10 +106,10 @@ class Attention(nn.Module):
         """Per-row recurrent state of the mechanism (e.g. Flexible Attention's p_{t−1})."""
         return {}
 
-    def graph_key(self, step: int) -> tuple | None:
-        """What a CUDA graph of decoder step ``step`` must be specific to: ``()`` when the step's
-        operations do not depend on it, None when they cannot be recorded (they read values
-        on the host). See :mod:`nmtlib.decode.graphs`."""
+    def graph_key(self, step: int, tau: float | None = None) -> tuple | None:
+        """What a CUDA graph of decoder step ``step`` with threshold ``tau`` (:attr:`Memory.tau`)
+        must be specific to: ``()`` when the step's operations do not depend on it, None when
+        they cannot be recorded (they read values on the host). See :mod:`nmtlib.decode.graphs`."""
         return ()
 
     def forward(
@@ -170,7 +178,7 @@ class LocalMonotonicAttention(Attention):
     def from_config(cls, score, cfg):
         return cls(score, window=cfg.window)
 
-    def graph_key(self, step):
+    def graph_key(self, step, tau=None):
         return (step,)  # p_t = t is a constant of the recorded step
 
     def forward(self, query, memory, state, step, embedded):
@@ -225,8 +233,9 @@ class FlexibleAttention(Attention):
     - strength g(t) = sigmoid(v_gᵀ tanh(W_g [h_{t−1}; i_t]) + b_g) (Eq. 8), from the query and the
       embedding of the feedback word;
     - a_t(s) = softmax_s(score(h_{t−1}, h̄_s) − g(t)(s − p_{t−1})² / 2σ²) (Eq. 5–7);
-    - with a threshold τ (decoding), scores are computed only where the penalty is below τ,
-      s ∈ (p_{t−1} − σ√(2τ/g(t)), p_{t−1} + σ√(2τ/g(t))) (§3.3); ``tau=None`` (τ = ∞) scores all.
+    - with a threshold τ (decoding, :attr:`Memory.tau`), scores are computed only where the
+      penalty is below τ, s ∈ (p_{t−1} − σ√(2τ/g(t)), p_{t−1} + σ√(2τ/g(t))) (§3.3); τ = None
+      (∞) scores all.
 
     Where the window's bounds are computed (``host_bounds``; None: on the host on a CPU, on the
     device elsewhere). On the host, only the window's pairs are scored. On a GPU that saves no
@@ -251,7 +260,6 @@ class FlexibleAttention(Attention):
     ) -> None:
         super().__init__(score)
         self.sigma = sigma
-        self.tau: float | None = None  # set by the decoder for test-time truncation
         self.host_bounds: bool | None = None  # None: on the host on a CPU only (see the class docstring)
         gate_size = gate_size or query_size
         self.W_g = nn.Linear(query_size + embedding_size, gate_size, bias=False)
@@ -268,14 +276,9 @@ class FlexibleAttention(Attention):
         """Whether a step with a finite τ computes its window's bounds on the host."""
         return device.type == "cpu" if self.host_bounds is None else self.host_bounds
 
-    @property
-    def windowed(self) -> bool:
-        """Whether a finite τ truncates the scores (decoding); τ = ∞ scores every position."""
-        return self.tau is not None and not math.isinf(self.tau)
-
-    def graph_key(self, step):
+    def graph_key(self, step, tau=None):
         # with τ and host bounds, the window's bounds are read on the host at every step
-        return None if self.windowed and self.uses_host_bounds(self.v_g.weight.device) else ()
+        return None if windowed(tau) and self.uses_host_bounds(self.v_g.weight.device) else ()
 
     def strength(self, query: Tensor, embedded: Tensor) -> Tensor:
         """g(t) of Eq. 8, shape (B,)."""
@@ -323,13 +326,13 @@ class FlexibleAttention(Attention):
         focus = state["focus"]
         gate = self.strength(query, embedded)
         S = memory.mask.shape[1]
-        if not self.windowed or not self.uses_host_bounds(query.device):
+        if not windowed(memory.tau) or not self.uses_host_bounds(query.device):
             # every position is scored: τ = ∞ (training), or the τ window as a mask over the
             # whole source, with no sync (on a GPU; see the class docstring)
             first, last = 0, S - 1
             positions = torch.arange(S, device=query.device, dtype=focus.dtype)
-            if self.windowed:
-                lo, hi = self.window_on_device(focus, gate, memory.lengths, self.tau)
+            if windowed(memory.tau):
+                lo, hi = self.window_on_device(focus, gate, memory.lengths, memory.tau)
                 valid = (positions >= lo.unsqueeze(1)) & (positions <= hi.unsqueeze(1))
                 evaluated = hi - lo + 1
             else:
@@ -341,7 +344,7 @@ class FlexibleAttention(Attention):
             # them (flat_min_skipped); a row's evaluations are its window's size (Shu & Nakayama's
             # count). The weights are laid out over the covering span [first, last], zero outside
             # each row's own window.
-            lo, hi = self.window(focus, gate, memory.lengths, self.tau)
+            lo, hi = self.window(focus, gate, memory.lengths, memory.tau)
             first, last = int(lo.min()), int(hi.max())
             positions = torch.arange(first, last + 1, device=query.device, dtype=focus.dtype)
             counts = hi - lo + 1

@@ -32,23 +32,19 @@ class Seq2Seq(nn.Module):
     def has_attention(self) -> bool:
         return self.decoder.attention is not None
 
-    def set_tau(self, tau: float | None) -> None:
-        """Test-time threshold τ of Flexible Attention (None = ∞); other mechanisms ignore it."""
-        att = self.decoder.attention
-        if att is not None and hasattr(att, "tau"):
-            att.tau = tau
-
-    def graph_key(self, t: int) -> tuple | None:
+    def graph_key(self, t: int, tau: float | None = None) -> tuple | None:
         """What a CUDA graph of :meth:`step` at step ``t`` must be specific to (the attention's
         :meth:`~nmtlib.models.attention.Attention.graph_key`); None if it cannot be recorded."""
         att = self.decoder.attention
-        return () if att is None else att.graph_key(t)
+        return () if att is None else att.graph_key(t, tau)
 
-    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, DecoderState]:
+    def encode(self, src: Tensor, src_lengths: Tensor, tau: float | None = None) -> tuple[Memory, DecoderState]:
+        """The memory every step reads and the initial decoder state; ``tau`` is the search's
+        threshold of Flexible Attention (None = ∞; other mechanisms have no penalty to bound)."""
         enc = self.encoder(src, src_lengths)
         # batches keep lengths on the host (packing needs them there); a copy without a host sync
         lengths = src_lengths.to(src.device, non_blocking=True)
-        memory = Memory(enc.states, length_mask(lengths, src.shape[1]), lengths)
+        memory = Memory(enc.states, length_mask(lengths, src.shape[1]), lengths, tau=tau)
         memory = self.decoder.prepare_memory(memory)
         return memory, self.decoder.init_state(enc, memory)
 
