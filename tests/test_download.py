@@ -27,9 +27,10 @@ import pytest
 from nmtlib.errors import NmtlibError
 from nmtlib.commands import download as download_cmd
 from nmtlib.data import cache as dl
+from nmtlib.data.archives import sgm_to_text
 from nmtlib.data.cache import TOFU_NAME, resolve_cache_dir
 from nmtlib.data.corpora import load_registry
-from nmtlib.data.download import fetch, sgm_to_text, verify
+from nmtlib.data.download import fetch, verify
 
 from conftest import SHARED as SHARED_ROOT
 

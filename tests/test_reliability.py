@@ -209,8 +209,8 @@ _PLAIN_WRITES_ALLOWED = {
     ("nmtlib/checkpoint.py", "torch.save(obj, f)"),
     ("nmtlib/report/figures.py", 'fig.savefig(f, format="png"'),
     ("nmtlib/commands/align.py", "np.savez_compressed(f,"),
-    ("nmtlib/data/download.py", 'open(dst, "w"'),  # sgm_to_text: its callers pass an atomic temp name
-    ("nmtlib/data/download.py", "(tmp / _MARKER).write_text("),  # inside the folder renamed into place
+    ("nmtlib/data/archives.py", 'open(dst, "w"'),  # sgm_to_text: its callers pass an atomic temp name
+    ("nmtlib/data/archives.py", "(tmp / MARKER).write_text("),  # inside the folder renamed into place
 }
 
 
