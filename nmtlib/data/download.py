@@ -1,26 +1,19 @@
-"""Checksummed download cache for the data sets of the corpus registry.
+"""The download cache's entry points: ``fetch``, ``verify`` and ``copy_verified``.
 
 What: the registry (``corpora.yaml``, read by :mod:`nmtlib.data.corpora`) lists every file the
 experiments read, with its sha256 and its place in the cache. ``fetch(dataset)`` returns the
-local paths of a data set's files, downloading what is missing; ``verify(dataset)`` only checks.
-
-Why: results are only comparable when everybody trains and scores on the same bytes. So a cached
-file is used only when its sha256 matches; a bad one is reported (file, expected, got), moved
-aside with a ``.corrupt`` suffix (``.corrupt.1``, ``.corrupt.2``, ... when one is there already:
-every bad copy is kept for inspection) and fetched again, and a download becomes visible under its
-final name only after it verified (``.part`` file, then ``os.replace``). Files whose checksum is
-not known yet (``sha256: null``) are "trusted on first use": the first checksum seen is written
-to ``<cache>/<dataset>/SHA256SUMS.tofu`` and enforced from then on.
-
-Downloads use only the standard library (urllib): HTTP Range resumes an interrupted ``.part``,
-transient failures are retried with exponential back-off, and when the host cannot be reached
-the error names the URL and the exact path where the file can be put by hand. Archives are
-unpacked with the member checks of ``safe_extract`` (plus ``tarfile``'s ``"data"`` filter), and
-the sha256 of every member is recorded beside them when they are unpacked.
-
+local paths of a data set's files, downloading what is missing; ``verify(dataset)`` only checks;
 ``copy_verified`` is how a cache file is *read*: it copies one file (gunzipped when it is gzip)
 and hashes the very bytes it reads, in the same pass, so a file changed after ``fetch`` verified
 it never reaches the copy (nothing is written then).
+
+Why: results are only comparable when everybody trains and scores on the same bytes. So a cached
+file is used only when its sha256 matches; a bad one is reported (file, expected, got), moved
+aside with a ``.corrupt`` suffix and fetched again (:mod:`nmtlib.data.cache`, which also keeps
+the trust-on-first-use record of files the registry does not pin), and a download becomes
+visible under its final name only after it verified (:mod:`nmtlib.data.fetching`: HTTP with
+resume and retries, standard library only). Archives are unpacked with member checks and the
+sha256 of every member recorded (:mod:`nmtlib.data.archives`).
 
 The cache folder is the ``cache_dir`` argument, else ``$NMTLIB_CACHE``, else ``~/.cache/nmtlib``.
 A folder that already holds the files (such as a read-only copy of the data) is a valid cache:
@@ -46,15 +39,11 @@ from nmtlib.data.cache import (
     move_aside,
     resolve_cache_dir,
 )
-from nmtlib.data.corpora import Dataset, FileEntry, RegistrySource, load_registry
+from nmtlib.data.corpora import Dataset, FileEntry, Registry, RegistrySource, load_registry
 from nmtlib.data.fetching import file_lock, manual_error, obtain
 from nmtlib.errors import NmtlibError
 
-__all__ = [
-    "fetch",
-    "verify",
-    "copy_verified",
-]
+__all__ = ["fetch", "verify", "copy_verified"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +51,27 @@ _CHUNK = 1 << 20
 
 
 # --- fetch / verify -------------------------------------------------------------------------
+
+
+def _open(
+    dataset: str, cache_dir: Path | str | None, registry: RegistrySource
+) -> tuple[Registry, Dataset, Path, Tofu]:
+    """What fetch, verify and copy_verified start from: the registry, the data set, the cache
+    folder and its first-use record (not read yet: copy_verified first checks the file name)."""
+    reg = load_registry(registry)
+    ds = reg.dataset(dataset)
+    cache = resolve_cache_dir(cache_dir)
+    return reg, ds, cache, Tofu(cache, ds.name)
+
+
+def _cached_sha256(target: Path, entry: FileEntry, expected: str | None, source: str) -> str | None:
+    """The sha256 of the cache file ``target`` if it verifies; a bad one is moved aside (None)."""
+    check = check_file(target, entry, expected, source)
+    if check.ok:
+        return check.sha256
+    aside = move_aside(target)
+    log.warning("%s: %s; moved to %s, fetching it again", target, check.problem, aside)
+    return None
 
 
 def _select(
@@ -104,10 +114,7 @@ def fetch(
     :raises NmtlibError: unknown data set/file, checksum mismatch after download, unreachable
         host (naming the URL and the cache path to fill by hand), or a manual entry not yet placed.
     """
-    reg = load_registry(registry)
-    ds = reg.dataset(dataset)
-    cache = resolve_cache_dir(cache_dir)
-    tofu_store = Tofu(cache, ds.name)
+    _, ds, cache, tofu_store = _open(dataset, cache_dir, registry)
     tofu = tofu_store.load()
     out: dict[str, Path] = {}
     selected = _select(ds, files)
@@ -124,24 +131,13 @@ def fetch(
         expected, source = expected_sha256(entry, tofu)
         sha: str | None = None
         if target.is_file():
-            check = check_file(target, entry, expected, source)
-            if check.ok:
-                sha = check.sha256
-            else:
-                aside = move_aside(target)
-                log.warning("%s: %s; moved to %s, fetching it again", target, check.problem, aside)
+            sha = _cached_sha256(target, entry, expected, source)
         elif target.exists():
             raise NmtlibError(f"{target}: exists but is not a regular file")
         if sha is None:
             with file_lock(target):
                 if target.is_file():  # another process may have finished it meanwhile
-                    check = check_file(target, entry, expected, source)
-                    sha = check.sha256 if check.ok else None
-                    if not check.ok:
-                        aside = move_aside(target)
-                        log.warning(
-                            "%s: %s; moved to %s, fetching it again", target, check.problem, aside
-                        )
+                    sha = _cached_sha256(target, entry, expected, source)
                 if sha is None:
                     sha = obtain(
                         ds,
@@ -177,10 +173,7 @@ def verify(
     checksum; unpinned files are recorded on first use. All problems are reported in one
     error. Returns the same mapping as :func:`fetch`.
     """
-    reg = load_registry(registry)
-    ds = reg.dataset(dataset)
-    cache = resolve_cache_dir(cache_dir)
-    tofu_store = Tofu(cache, ds.name)
+    _, ds, cache, tofu_store = _open(dataset, cache_dir, registry)
     tofu = tofu_store.load()
     out: dict[str, Path] = {}
     problems: list[str] = []
@@ -294,12 +287,9 @@ def copy_verified(
     ``dest`` is not written (an earlier ``dest`` is left as it was) and the error names the
     file, both digests and what to do. Returns the sha256 of the cache file.
     """
-    reg = load_registry(registry)
-    ds = reg.dataset(dataset)
-    cache = resolve_cache_dir(cache_dir)
+    reg, ds, cache, tofu_store = _open(dataset, cache_dir, registry)
     dest = Path(dest)
     entry, member = _locate(ds, file, reg.origin)
-    tofu_store = Tofu(cache, ds.name)
     tofu = tofu_store.load()
     expected, source = expected_sha256(entry, tofu)
     expected_size = entry.size
