@@ -273,15 +273,52 @@ def _mean(df: pd.DataFrame, column: str) -> float | None:
     return round(float(df[column].astype(float).mean()), 4)
 
 
+def _train_log(spec: ExperimentSpec, name: str, run: str) -> pd.DataFrame | None:
+    path = spec.results / "models" / name / run / "train_log.csv"
+    return pd.read_csv(path) if path.exists() and path.stat().st_size else None
+
+
+def model_step(spec: ExperimentSpec, name: str, run: str) -> int | None:
+    """The update count at which a model's ``model.pt`` was saved, in its own stage's count.
+
+    ``scores/…/test.ppl.json`` records it (``step``); else the training log's evaluation of lowest
+    dev perplexity (the first, on ties), which is the one ``model.pt`` keeps.
+    """
+    recorded = (_read(spec.scores(name, run, "ppl")) or {}).get("step")
+    if recorded is not None:
+        return int(recorded)
+    log = _train_log(spec, name, run)
+    if log is None or log.empty or "dev_ppl" not in log or log["dev_ppl"].isna().all():
+        return None
+    return int(log.loc[log["dev_ppl"].astype(float).idxmin(), "step"])
+
+
+def stage_start(spec: ExperimentSpec, name: str, run: str) -> int | None:
+    """Updates a variant's training stage starts from: 0, or for a fine-tuning stage
+    (``finetune_from``) the updates of its parent's model it starts from (the parent's ``model.pt``,
+    its own start included, so chains of stages add up). None when the parent's step is unknown."""
+    parent = spec.variants.get(name, {}).get("finetune_from")
+    if not parent:
+        return 0
+    before, step = stage_start(spec, parent, run), model_step(spec, parent, run)
+    return None if before is None or step is None else before + step
+
+
 def learning_curves(spec: ExperimentSpec) -> pd.DataFrame:
+    """Every model's ``train_log.csv``, one row per dev evaluation, with ``variant``, ``run``,
+    ``finetune_from`` (the parent stage, or empty) and ``updates``: the step counted from the start
+    of the whole training, so that a fine-tuning stage continues its parent's curve (``step`` is
+    the stage's own count; ``updates`` is empty when the parent's step is unknown)."""
     frames = []
     for name in spec.variants:
         for run in spec.runs(name):
-            path = spec.results / "models" / name / run / "train_log.csv"
-            if path.exists() and path.stat().st_size:
-                df = pd.read_csv(path)
+            df = _train_log(spec, name, run)
+            if df is not None:
+                start = stage_start(spec, name, run)
                 df.insert(0, "run", run)
                 df.insert(0, "variant", name)
+                df["finetune_from"] = spec.variants[name].get("finetune_from") or ""
+                df["updates"] = df["step"] + start if start is not None else None
                 frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

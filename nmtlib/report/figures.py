@@ -38,22 +38,39 @@ def _empty(path: Path, title: str, why: str) -> None:
 
 
 def learning_curves(curves: pd.DataFrame, path: Path, title: str = "Learning curves (Luong et al. 2015, Fig. 5)") -> None:
-    """Dev perplexity against training updates, one line per variant and seed."""
+    """Dev perplexity against training updates, one line per variant and seed.
+
+    ``curves`` is :func:`nmtlib.report.collect.learning_curves`: x is ``updates``, counted from the
+    start of the whole training, so a fine-tuning stage (``finetune_from``) continues its parent's
+    line from the parent's model it starts from (that point is drawn as the stage's first).
+    """
     if curves.empty:
         return _empty(path, title, "no training logs yet")
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     colours = {v: f"C{i % 10}" for i, v in enumerate(dict.fromkeys(curves["variant"]))}
     styles = {r: ["-", "--", ":", "-."][i % 4] for i, r in enumerate(dict.fromkeys(curves["run"]))}
     several = curves["run"].nunique() > 1
+    has_updates = "updates" in curves
     for (variant, run), df in curves.groupby(["variant", "run"], sort=False):
         label = f"{variant} ({run})" if several else variant
-        ax.plot(df["step"], df["dev_ppl"], marker="o", markersize=3, color=colours[variant],
-                linestyle=styles[run], label=label)
+        parent = df["finetune_from"].iloc[0] if "finetune_from" in df else ""
+        x, y = list(df["step"]), list(df["dev_ppl"])
+        if has_updates and df["updates"].notna().all():
+            x = [float(u) for u in df["updates"]]
+            if parent:
+                label += f", fine-tuned from {parent}"
+                start = x[0] - float(df["step"].iloc[0])
+                p = curves[(curves["variant"] == parent) & (curves["run"] == run) & (curves["updates"] == start)]
+                if not p.empty:  # the parent's model the stage starts from
+                    x, y = [start, *x], [float(p["dev_ppl"].iloc[0]), *y]
+        elif parent:
+            label += f", fine-tuned from {parent} (its own updates: the parent's are unknown)"
+        ax.plot(x, y, marker="o", markersize=3, color=colours[variant], linestyle=styles[run], label=label)
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
     ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("training updates (mini-batches)")
+    ax.set_xlabel("training updates (mini-batches; fine-tuning continues from its parent's model)")
     ax.set_ylabel("dev perplexity (log scale)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)

@@ -1,0 +1,85 @@
+"""Numbers that say what they are (issue #29, item 3): a fine-tuning stage's learning curve
+continues from its parent's step count. The results tree is test_report's (known numbers per
+variant and seed): every expected value below is worked out by hand from those numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pytest
+
+from nmtlib.report import collect, figures
+from test_report import make_experiment
+
+# --- learning curves of fine-tuning stages --------------------------------------------------------
+
+def test_fine_tuning_curve_continues_from_its_parents_model(tmp_path: Path) -> None:
+    """Every fixture log has steps 100, 200, 300 with dev ppl 50/epoch + the seed's test ppl, lowest
+    at step 300. flex-ft starts from flex's model.pt: step 300 (no step recorded in flex's
+    ppl.json, so the log's lowest dev ppl), so its updates are 400, 500, 600."""
+    spec = make_experiment(tmp_path / "results")
+    curves = collect.learning_curves(spec)
+    ft = curves[curves.variant == "flex-ft"]
+    assert ft["step"].tolist() == [100, 200, 300] * 2
+    assert ft["updates"].tolist() == [400, 500, 600] * 2
+    assert set(ft["finetune_from"]) == {"flex"}
+    flex = curves[curves.variant == "flex"]
+    assert flex["updates"].tolist() == flex["step"].tolist() and set(flex["finetune_from"]) == {""}
+    # the step ppl.json records (the model.pt the stage was initialised from) wins over the log
+    path = tmp_path / "results" / "scores" / "flex" / "seed1" / "test.ppl.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "step": 200}))
+    curves = collect.learning_curves(spec)
+    ft = curves[curves.variant == "flex-ft"]
+    assert ft[ft.run == "seed1"]["updates"].tolist() == [300, 400, 500]
+    assert ft[ft.run == "seed2"]["updates"].tolist() == [400, 500, 600]
+
+
+def test_chained_fine_tuning_stages_add_up(tmp_path: Path) -> None:
+    spec = make_experiment(tmp_path / "results")
+    spec.variants["flex-ft2"] = {**spec.variants["flex-ft"], "finetune_from": "flex-ft"}
+    spec.settings["flex-ft2"] = ["beam5"]
+    for seed in (1, 2):
+        log = tmp_path / "results" / "models" / "flex-ft2" / f"seed{seed}" / "train_log.csv"
+        log.parent.mkdir(parents=True)
+        log.write_text("epoch,step,lr,train_ppl,dev_ppl\n1,50,0.001,3.0,20.0\n2,100,0.001,2.5,19.0\n")
+    curves = collect.learning_curves(spec)
+    # flex: 300 updates to its model; flex-ft: 300 more (its lowest dev ppl, 28.17, at its step 300)
+    assert curves[curves.variant == "flex-ft2"]["updates"].tolist() == [650, 700] * 2
+
+
+def test_fine_tuning_with_an_unknown_parent_step_keeps_its_own_steps(tmp_path: Path) -> None:
+    spec = make_experiment(tmp_path / "results")
+    (tmp_path / "results" / "models" / "flex" / "seed1" / "train_log.csv").unlink()
+    curves = collect.learning_curves(spec)
+    ft = curves[curves.variant == "flex-ft"]
+    assert ft[ft.run == "seed1"]["updates"].isna().all()
+    assert ft[ft.run == "seed2"]["updates"].tolist() == [400, 500, 600]
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, plt.Axes]:
+    """The axes each figure function draws, by file name (instead of saving the PNG)."""
+    axes: dict[str, plt.Axes] = {}
+
+    def keep(fig: plt.Figure, path: Path, tight: bool = True) -> None:
+        axes[path.stem] = fig.axes[0]
+
+    monkeypatch.setattr(figures, "_save", keep)
+    return axes
+
+
+def test_learning_curve_figure_joins_the_stage_to_its_parent(tmp_path: Path, drawn) -> None:
+    spec = make_experiment(tmp_path / "results")
+    figures.learning_curves(collect.learning_curves(spec), tmp_path / "learning_curves.png")
+    ax = drawn["learning_curves"]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    ft = lines["flex-ft (seed1), fine-tuned from flex"]
+    # starts at flex's model (update 300, dev ppl 50/3 + 11.0), then flex-ft's own points (50/e + 11.5)
+    assert list(ft.get_xdata()) == [300, 400, 500, 600]
+    assert list(ft.get_ydata()) == pytest.approx([50 / 3 + 11.0, 61.5, 36.5, 50 / 3 + 11.5])
+    assert list(lines["flex (seed1)"].get_xdata()) == [100, 200, 300]
+    assert ax.get_xlabel() == "training updates (mini-batches; fine-tuning continues from its parent's model)"
+    assert ax.get_ylabel() == "dev perplexity (log scale)"
