@@ -41,6 +41,33 @@ def parse_setting(name: str) -> tuple[int, float | None]:
     return int(m.group(1)), (float(m.group(2)) if m.group(2) else None)
 
 
+def run_settings(decode: DecodeConfig, setting: str) -> dict[str, Any]:
+    """Everything one decoding run is decoded with: the variant's ``decode`` options but ``taus``,
+    with the run's ``beam`` and ``tau`` from its ``setting`` (:func:`setting_name`). The workflow
+    hands it to ``nmtlib translate --decode-json``; :func:`check_run_settings` reads it back."""
+    beam, tau = parse_setting(setting)
+    options = {f.name: getattr(decode, f.name) for f in dataclasses.fields(decode) if f.name != "taus"}
+    return {**options, "beam": beam, "tau": tau}
+
+
+def check_run_settings(raw: Any, where: str) -> dict[str, Any]:
+    """A :func:`run_settings` dict as given (JSON), each value checked against its option's
+    definition; a missing key takes :class:`DecodeConfig`'s default, ``tau`` None (τ = ∞)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a JSON object of decoding options, got {raw!r}")
+    known = [f.name for f in dataclasses.fields(DecodeConfig) if f.name != "taus"]
+    settings: dict[str, Any] = {key: getattr(DecodeConfig, key) for key in known}
+    for key, value in raw.items():
+        if key == "tau":
+            settings[key] = None if value is None else check_option(DecodeConfig, "taus", [value], f"{where}.tau")[0]
+        elif key in known:
+            settings[key] = check_option(DecodeConfig, key, value, f"{where}.{key}")
+        else:
+            raise ConfigError(f"{where}: unknown decoding option {key!r}; options: {', '.join([*known, 'tau'])}")
+    settings.setdefault("tau", None)
+    return settings
+
+
 def _check_taus(taus: tuple[float, ...], where: str) -> None:
     """Each τ must come back from its file name (``%g`` keeps 6 significant digits, and the
     workflow's file patterns take digits and dots only), and no two may share one."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, parse_setting, setting_name
+from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, run_settings, setting_name
 from nmtlib.workflow_config import validate_config
 
 try:

@@ -2,27 +2,11 @@
 # seed of its members) × decoding setting (beam size, Flexible Attention threshold τ).
 
 
-def translate_options(wildcards):
-    beam, tau = parse_setting(wildcards.setting)
-    d = decode_config(wildcards.variant)
-    opts = ["--beam", str(beam), "--max-len-ratio", str(d.max_len_ratio), "--batch-size", str(d.batch_size)]
-    if d.length_norm:
-        opts.append("--length-norm")
-    if d.cuda_graphs:
-        opts.append("--cuda-graphs")
-    if d.tf32:
-        opts.append("--tf32")
-    if d.in_flight > 1:
-        opts += ["--in-flight", str(d.in_flight)]
-    if d.max_src_len != DecodeConfig.max_src_len:  # only when set, so earlier translations keep their params
-        opts += ["--max-src-len", str(d.max_src_len)]
-    if tau is not None:
-        opts += ["--tau", str(tau)]
-    if not d.unk_replace:
-        opts.append("--no-unk-replace")  # no replacement of any kind, not even copying the attended word
-    elif dictionary() is not None:
-        opts += ["--dict", dictionary()]
-    return " ".join(shlex.quote(o) for o in opts)
+def dictionary_option(wildcards):
+    """``--dict FILE`` where unknown words are replaced with a dictionary's help."""
+    if decode_config(wildcards.variant).unk_replace and dictionary() is not None:
+        return "--dict " + shlex.quote(dictionary())
+    return ""
 
 
 def translate_inputs(wildcards):
@@ -45,7 +29,9 @@ rule translate:
     params:
         prefix=lambda w: f"{R}/translations/{w.variant}/{w.run}/test.{w.setting}",
         models=lambda w, input: " ".join(f"--model {shlex.quote(m)}" for m in input.models),
-        options=translate_options,
+        # every decoding option of this run in one JSON object (nmtlib.config.run_settings)
+        settings=lambda w: json.dumps(run_settings(decode_config(w.variant), w.setting), sort_keys=True),
+        dictionary=dictionary_option,
     log:
         f"{LOGS}/translate/{{variant}}.{{run}}.{{setting}}.log",
     benchmark:
@@ -57,5 +43,6 @@ rule translate:
         runtime=240,
     shell:
         "{NMTLIB} translate {params.models} --src {input.src:q} --src-vocab {input.src_vocab:q}"
-        " --tgt-vocab {input.tgt_vocab:q} --out-prefix {params.prefix:q} {params.options}"
+        " --tgt-vocab {input.tgt_vocab:q} --out-prefix {params.prefix:q} --decode-json {params.settings:q}"
+        " {params.dictionary}"
         " --threads {threads} > {log:q} 2>&1"
