@@ -1,6 +1,7 @@
 """Numbers that say what they are (issue #29, item 3): a fine-tuning stage's learning curve
-continues from its parent's step count. The results tree is test_report's (known numbers per
-variant and seed): every expected value below is worked out by hand from those numbers.
+continues from its parent's step count; the tables cite the papers, not a file. The results tree
+is test_report's (known numbers per variant and seed): every expected value below is worked out
+by hand from those numbers.
 """
 
 from __future__ import annotations
@@ -9,10 +10,37 @@ import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import pandas as pd
 import pytest
 
 from nmtlib.report import collect, figures
-from test_report import make_experiment
+from test_report import make_experiment, run_report
+
+LUONG_REFERENCE = ('Luong, Pham & Manning 2015, "Effective Approaches to Attention-based Neural Machine '
+                   'Translation" (EMNLP 2015)')
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[collect.ExperimentSpec, Path, Path]:
+    root = tmp_path_factory.mktemp("labels")
+    spec = make_experiment(root / "results")
+    out_tables, out_figures = run_report(spec, root / "out")
+    return spec, out_tables, out_figures
+
+
+# --- citations -----------------------------------------------------------------------------------
+
+def test_tables_cite_papers_not_files(report) -> None:
+    _, out, _ = report
+    for path in out.iterdir():
+        assert "papers/" not in path.read_text(encoding="utf-8"), path.name
+    md = (out / "luong_table1.md").read_text(encoding="utf-8")
+    assert f"Paper: {LUONG_REFERENCE}, Table 1; WMT'14 En→De, newstest2014" in md
+    bahdanau = pd.read_csv(out / "bahdanau_table1.csv")
+    assert set(bahdanau["paper_source"]) == {"Bahdanau et al. 2015, Table 1"}
+    assert ('Bahdanau, Cho & Bengio 2015, "Neural Machine Translation by Jointly Learning to Align and Translate" '
+            "(ICLR 2015, arXiv:1409.0473), Table 1") in (out / "bahdanau_table1.md").read_text(encoding="utf-8")
+
 
 # --- learning curves of fine-tuning stages --------------------------------------------------------
 

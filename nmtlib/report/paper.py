@@ -1,4 +1,4 @@
-"""The papers' reported numbers, in one place, each with its source (paper, table, file).
+"""The papers' reported numbers, in one place, each with its source (paper, year, table).
 
 Every table of :mod:`nmtlib.report.tables` is built from one :class:`PaperTable` below: its rows
 are the paper's rows, in the paper's order, with the paper's numbers. A variant of an experiment
@@ -14,9 +14,9 @@ to a row key (or a list of keys)::
 
 Row keys are the short ``key`` of each :class:`PaperRow` (or one of its ``aliases``); the
 paper's own row text is accepted too (case, spaces, ``τ``/``tau`` and ``∞``/``inf`` are ignored).
-The transcriptions come from the text versions of the papers in ``shared/papers/``; numbers the
-papers print with a qualifier (``>7.0``, ``x``) are kept as ``None`` with the qualifier in
-``note``.
+The numbers are transcribed from the papers (cited by authors, year, title and table, see
+:data:`PAPERS`); numbers the papers print with a qualifier (``>7.0``, ``x``) are kept as ``None``
+with the qualifier in ``note``.
 """
 
 from __future__ import annotations
@@ -28,8 +28,16 @@ from typing import Any
 LUONG = "Luong et al. 2015"
 BAHDANAU = "Bahdanau et al. 2015"
 SHU = "Shu & Nakayama 2017"
-LUONG_FILE = "luong2015-effective-approaches.txt"
-SHU_FILE = "shu2017-flexible-attention.txt"
+
+#: short name → the paper in full: authors, year, title, venue (what the tables cite)
+PAPERS = {
+    LUONG: "Luong, Pham & Manning 2015, \"Effective Approaches to Attention-based Neural Machine Translation\" "
+           "(EMNLP 2015)",
+    BAHDANAU: "Bahdanau, Cho & Bengio 2015, \"Neural Machine Translation by Jointly Learning to Align and "
+              "Translate\" (ICLR 2015, arXiv:1409.0473)",
+    SHU: "Shu & Nakayama 2017, \"An Empirical Study of Adequate Vision Span for Attention-Based Neural Machine "
+         "Translation\" (Workshop on Neural Machine Translation 2017)",
+}
 
 
 @dataclass(frozen=True)
@@ -54,13 +62,17 @@ class PaperTable:
     table: str  #: e.g. "Table 1"
     title: str
     setting: str  #: the paper's data and metric
-    file: str  #: text of the paper in shared/papers/
     rows: tuple[PaperRow, ...]
     notes: str = ""
 
     @property
     def citation(self) -> str:
         return f"{self.paper}, {self.table}"
+
+    @property
+    def reference(self) -> str:
+        """The paper in full (authors, year, title, venue) and the table: what a table header cites."""
+        return f"{PAPERS[self.paper]}, {self.table}"
 
     def find(self, handle: str) -> list[PaperRow]:
         """Rows a ``paper_row`` handle names (a key, an alias or the paper's label)."""
@@ -90,7 +102,7 @@ _OURS = "Our NMT systems"
 
 LUONG_TABLE1 = PaperTable(
     "luong_table1", LUONG, "Table 1", "WMT'14 English-German results (progressive improvements)",
-    "WMT'14 En→De, newstest2014; perplexity and tokenized BLEU (multi-bleu.perl)", LUONG_FILE,
+    "WMT'14 En→De, newstest2014; perplexity and tokenized BLEU (multi-bleu.perl)",
     (
         _r("wmt14-winner", "Winning WMT'14 system – phrase-based + large LM (Buck et al., 2014)", "WMT'14 system",
            ppl=None, bleu=20.7),
@@ -119,7 +131,7 @@ LUONG_TABLE1 = PaperTable(
 
 LUONG_TABLE3 = PaperTable(
     "luong_table3", LUONG, "Table 3", "WMT'15 German-English results (progressive improvements)",
-    "WMT'15 De→En, newstest2015; perplexity and tokenized BLEU", LUONG_FILE,
+    "WMT'15 De→En, newstest2015; perplexity and tokenized BLEU",
     (
         _r("wmt15-sota", "SOTA – phrase-based (Edinburgh)", "WMT'15 systems", ppl=None, bleu=29.2),
         _r("mila-rerank", "NMT + 5-gram rerank (MILA)", "WMT'15 systems", ppl=None, bleu=27.6),
@@ -138,7 +150,6 @@ LUONG_TABLE3 = PaperTable(
 LUONG_TABLE4 = PaperTable(
     "luong_table4", LUONG, "Table 4", "Attentional architectures",
     "WMT'14 En→De, newstest2014; every model with reverse + dropout + feed input; tokenized BLEU",
-    LUONG_FILE,
     (
         _r("global-location", "global (location)", ppl=6.4, bleu=18.1, bleu_unk=19.3, delta=1.2),
         _r("global-dot", "global (dot)", ppl=6.1, bleu=18.6, bleu_unk=20.5, delta=1.9),
@@ -162,7 +173,6 @@ LUONG_TABLE4 = PaperTable(
 LUONG_TABLE6 = PaperTable(
     "luong_table6", LUONG, "Table 6", "AER of attention alignments",
     "RWTH English-German gold alignments of 508 Europarl sentences; one-to-one links from forced decoding",
-    LUONG_FILE,
     (
         _r("global-location", "global (location)", aer=0.39),
         _r("local-m-general", "local-m (general)", aer=0.34),
@@ -174,21 +184,14 @@ LUONG_TABLE6 = PaperTable(
           "word y_{t-1}); ours_aer_predicted aligns every a_t to the word it helps predict, y_t.",
 )
 
-_BAHDANAU_EXPLAINER = "bahdanau2015-explainer.txt"
-_BAHDANAU_ARXIV = "Table 1 of arXiv:1409.0473 (the explainer in shared/papers does not print this number)"
-
 BAHDANAU_TABLE1 = PaperTable(
     "bahdanau_table1", BAHDANAU, "Table 1", "RNNencdec vs RNNsearch on all and on no-UNK sentences",
     "WMT'14 En→Fr test set (news-test-2014); BLEU on all sentences and on sentences without unknown words",
-    _BAHDANAU_EXPLAINER,
     (
-        _r("rnnencdec-30", "RNNencdec-30", bleu_all=13.93, bleu_no_unk=24.19, source=_BAHDANAU_ARXIV),
-        _r("rnnsearch-30", "RNNsearch-30", bleu_all=21.50, bleu_no_unk=31.44,
-           source="all: explainer; no UNK: " + _BAHDANAU_ARXIV),
-        _r("rnnencdec-50", "RNNencdec-50", bleu_all=17.82, bleu_no_unk=26.71, aliases=("rnnencdec",),
-           source="all: explainer; no UNK: " + _BAHDANAU_ARXIV),
-        _r("rnnsearch-50", "RNNsearch-50", bleu_all=26.75, bleu_no_unk=34.16, aliases=("rnnsearch",),
-           source="all: explainer; no UNK: " + _BAHDANAU_ARXIV),
+        _r("rnnencdec-30", "RNNencdec-30", bleu_all=13.93, bleu_no_unk=24.19),
+        _r("rnnsearch-30", "RNNsearch-30", bleu_all=21.50, bleu_no_unk=31.44),
+        _r("rnnencdec-50", "RNNencdec-50", bleu_all=17.82, bleu_no_unk=26.71, aliases=("rnnencdec",)),
+        _r("rnnsearch-50", "RNNsearch-50", bleu_all=26.75, bleu_no_unk=34.16, aliases=("rnnsearch",)),
         _r("rnnsearch-50-star", "RNNsearch-50* (trained longer)", bleu_all=28.45, bleu_no_unk=36.15),
         _r("moses", "Moses (phrase-based)", bleu_all=33.30, bleu_no_unk=35.63),
     ),
@@ -199,7 +202,6 @@ BAHDANAU_TABLE1 = PaperTable(
 SHU_TABLE1 = PaperTable(
     "shu_table1", SHU, "Table 1", "Window of vision span and accuracy of Flexible Attention",
     "En→Ja (ASPEC; BLEU and RIBES with KyTea) and De→En (WMT'15 newstest2015; tokenized BLEU); beam 20",
-    SHU_FILE,
     (
         _r("global", "Global Attention baseline", en_ja_window=24.4, en_ja_bleu=34.87, en_ja_ribes=0.810,
            de_en_window=20.7, de_en_bleu=20.62),
@@ -221,7 +223,7 @@ SHU_TABLE1 = PaperTable(
 SHU_TABLE3 = PaperTable(
     "shu_table3", SHU, "Table 3", "Average decoding time per sentence",
     "char-level En→Ja, 5,000 sentences, reference tokens fed back (forced), GPU: GTX TITAN X, "
-    "CPU: i7-5960X single core (Theano)", SHU_FILE,
+    "CPU: i7-5960X single core (Theano)",
     (
         _r("global", "Global Attention", gpu_ms=123.0, cpu_ms=751.0),
         _r("flexible", "Flexible Attention (fine-tuned, τ=1.0)", gpu_ms=136.0, cpu_ms=677.0, tau=1.0,

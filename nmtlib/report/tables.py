@@ -152,7 +152,7 @@ class _Builder:
         t = self.table
         return (
             f"Ours: experiment `{self.spec.experiment}` ({self.spec.results}), {self.data}, seeds "
-            f"{self.spec.seeds}.  \nPaper: {t.setting} — {t.citation} (shared/papers/{t.file}).  \n"
+            f"{self.spec.seeds}.  \nPaper: {t.reference}; {t.setting}.  \n"
             "Our numbers are on our data, the paper's on the paper's: compare trends (deltas, ratios), "
             "not values. An empty *ours* means no variant of this experiment regenerates that row "
             "(a variant names its rows with `paper_row`)."
