@@ -144,3 +144,15 @@ def test_rnnsearch_gain_by_length_splits_the_test_set_at_its_median(tmp_path):
     r = _claim(findings_table(spec), "RNNsearch's gain over RNNencdec")
     assert (r.ours_a, r.ours_b, r.ours_diff, r.verdict) == (100.0, 0.0, 100.0, HOLDS)
     assert "3 sentences of more than 7 source words" in r.note
+
+
+def test_metric_column_names_the_bleu_variant(findings):
+    """The metric says before or after unknown-word replacement (and test perplexity), per side
+    where the two sides differ."""
+    unk = _claim(findings, "Unknown-word replacement")
+    assert unk.metric == "A: test BLEU after unk replacement; B: test BLEU before unk replacement"
+    assert _claim(findings, "Attention gives a large gain").metric == "test BLEU before unk replacement"
+    assert _claim(findings, "global (concat) has a higher perplexity").metric == "test perplexity"
+    assert _claim(findings, "RNNsearch's gain over RNNencdec").metric == (
+        "gain in test BLEU before unk replacement, long half − short half")
+    assert _claim(findings, "Flexible Attention at τ = 1.2 computes").metric == "window (A vs B: change %)"

@@ -214,7 +214,7 @@ def test_luong_table1_paper_beside_ours_and_deltas(report) -> None:
     _, tables, _ = report
     df = _table(tables, "luong_table1")
     base, feed, local_p, unk, ens = (_row(df, k) for k in ("base", "feed", "local-p-general-feed", "unk", "ensemble"))
-    assert (base.paper_ppl, base.paper_bleu, base.ours_ppl, base.ours_bleu) == (10.6, 11.3, 21.0, 11.0)
+    assert (base.paper_test_ppl, base.paper_bleu, base.ours_test_ppl, base.ours_bleu) == (10.6, 11.3, 21.0, 11.0)
     assert _empty(base.ours_delta) and _empty(base.paper_delta)
     assert (feed.paper_bleu, feed.paper_delta, feed.ours_bleu) == (18.1, 1.3, 15.0)
     # rows reverse/dropout/global-location are not in the experiment: the gain spans them, and says so
@@ -223,12 +223,12 @@ def test_luong_table1_paper_beside_ours_and_deltas(report) -> None:
     # "+ unk replace" is the same model scored after unknown-word replacement
     assert (unk.paper_bleu, unk.ours_bleu, unk.ours_delta, unk.ours_delta_vs) == (20.9, 18.5, 1.5, "local-p-general-feed")
     assert (ens.paper_bleu, ens.paper_delta, ens.ours_bleu, ens.ours_delta) == (23.0, 2.1, 20.0, 1.5)
-    assert ens.ours_from == "ens (ensemble, beam5)" and _empty(ens.ours_ppl)
+    assert ens.ours_from == "ens (ensemble, beam5)" and _empty(ens.ours_test_ppl)
     assert local_p.ours_from == "local-p (2 seeds, beam5)"
     for key, ppl, bleu in (("reverse", 9.9, 12.6), ("dropout", 8.1, 14.0), ("global-location", 7.3, 16.8)):
         r = _row(df, key)
-        assert (r.paper_ppl, r.paper_bleu) == (ppl, bleu)
-        assert _empty(r.ours_bleu) and _empty(r.ours_ppl) and _empty(r.ours_delta)
+        assert (r.paper_test_ppl, r.paper_bleu) == (ppl, bleu)
+        assert _empty(r.ours_bleu) and _empty(r.ours_test_ppl) and _empty(r.ours_delta)
     assert _row(df, "wmt14-winner").paper_bleu == 20.7
     md = (tables / "luong_table1.md").read_text(encoding="utf-8")
     assert "| reverse" in md and "—" in md  # missing ours shown as a dash
@@ -254,18 +254,24 @@ def test_luong_tables_3_4_6(report) -> None:
     assert _row(t3, "global-dot-drop-feed").paper_bleu == 22.8 and _empty(_row(t3, "global-dot-drop-feed").ours_bleu)
     t4 = _table(tables, "luong_table4")
     g = _row(t4, "global-general")
-    assert (g.paper_ppl, g.paper_bleu, g.paper_bleu_unk, g.paper_unk_gain) == (6.1, 17.3, 19.1, 1.8)
-    assert (g.ours_ppl, g.ours_bleu, g.ours_bleu_unk, g.ours_unk_gain) == (10.0, 15.0, 16.0, 1.0)
+    assert (g.paper_test_ppl, g.paper_bleu_before_unk_replace, g.paper_bleu_after_unk_replace,
+            g.paper_unk_gain) == (6.1, 17.3, 19.1, 1.8)
+    # global-feed: test ppl 9 and 11 → 10; BLEU 14, 16 → 15 before and 15, 17 → 16 after replacement
+    assert (g.ours_test_ppl, g.ours_bleu_before_unk_replace, g.ours_bleu_after_unk_replace,
+            g.ours_unk_gain) == (10.0, 15.0, 16.0, 1.0)
     m_dot = _row(t4, "local-m-dot")
-    assert _empty(m_dot.paper_ppl) and ">7.0" in m_dot.note
-    assert _row(t4, "global-concat").paper_ppl == 6.7
+    assert _empty(m_dot.paper_test_ppl) and ">7.0" in m_dot.note
+    assert _row(t4, "global-concat").paper_test_ppl == 6.7
     t6 = _table(tables, "luong_table6")
-    assert (_row(t6, "global-location").paper_aer, _row(t6, "global-location").ours_aer) == (0.39, 0.41)
-    assert _row(t6, "global-location").ours_aer_predicted == AER_PREDICTED
-    assert _row(t6, "local-p-general").ours_aer == 0.35
+    # global-feed's AER (footnote 14) over its seeds: (0.40 + 0.42) / 2
+    loc = _row(t6, "global-location")
+    assert (loc.paper_aer_fn14, loc.ours_aer_fn14, loc.ours_fn14_precision, loc.ours_fn14_recall) == (
+        0.39, 0.41, 0.6, 0.55)
+    assert loc.ours_aer_predicted_word == AER_PREDICTED
+    assert _row(t6, "local-p-general").ours_aer_fn14 == 0.35
     ens = _row(t6, "ensemble")
-    assert ens.paper_aer == 0.34 and _empty(ens.ours_aer) and "per model" in ens.note
-    assert _row(t6, "berkeley").paper_aer == 0.32 and _empty(_row(t6, "berkeley").ours_aer)
+    assert ens.paper_aer_fn14 == 0.34 and _empty(ens.ours_aer_fn14) and "per model" in ens.note
+    assert _row(t6, "berkeley").paper_aer_fn14 == 0.32 and _empty(_row(t6, "berkeley").ours_aer_fn14)
 
 
 def test_bahdanau_table1(report) -> None:
@@ -282,18 +288,21 @@ def test_shu_table1_per_model_and_tau(report) -> None:
     _, tables, _ = report
     df = _table(tables, "shu_table1")
     g = _row(df, "global")
-    assert (g.paper_en_ja_window, g.paper_de_en_bleu, g.ours_window, g.ours_ribes) == (24.4, 20.62, 9.0, 0.71)
+    assert (g.paper_en_ja_window, g.paper_de_en_bleu, g.ours_window, g.ours_ribes_before_unk_replace) == (
+        24.4, 20.62, 9.0, 0.71)
     inf, tau = _row(df, "flexible-inf"), _row(df, "flexible-1.2")
     # Shu & Nakayama replace no unknown word: BLEU (13.5, not 13.9) and RIBES of the raw output
-    assert (inf.tau, inf.ours_window, inf.ours_bleu, inf.ours_ribes) == ("∞", 9.0, 13.5, 0.72)
-    assert (tau.tau, tau.paper_de_en_window, tau.ours_window, tau.ours_bleu) == ("1.2", 7.8, 7.0, 13.0)
+    assert (inf.tau, inf.ours_window, inf.ours_bleu_before_unk_replace, inf.ours_ribes_before_unk_replace) == (
+        "∞", 9.0, 13.5, 0.72)
+    assert (tau.tau, tau.paper_de_en_window, tau.ours_window, tau.ours_bleu_before_unk_replace) == (
+        "1.2", 7.8, 7.0, 13.0)
     ft = _row(df, "finetuned-1.2")
     assert (ft.paper_en_ja_window, ft.ours_window) == (10.7, 6.0)
     assert ft.ours_window_change_pct == pytest.approx(100 * (6.0 - 9.0) / 9.0, abs=0.01)
     assert _empty(_row(df, "local").ours_window) and _row(df, "local").paper_en_ja_window == 18.4
     # the τ settings the paper has no row for follow as rows of ours only
     extra = _row(df, "flex@tau0.8")
-    assert (extra.ours_window, extra.ours_bleu) == (5.0, 11.0) and _empty(extra.paper_en_ja_window)
+    assert (extra.ours_window, extra.ours_bleu_before_unk_replace) == (5.0, 11.0) and _empty(extra.paper_en_ja_window)
     assert _row(df, "flex-ft@tau∞").ours_window == 9.0
 
 
@@ -313,13 +322,25 @@ def test_summary_rule(report) -> None:
     _, tables, _ = report
     df = _table(tables, "summary")
     assert list(df["variant"]) == [*RAW_VARIANTS, "ens"]
-    for col in ("variant", "attention", "score", "input_feed", "ppl", "bleu", "bleu_unk"):
-        assert col in df.columns
+    # every metric column names its data (dev/test) and its variant (before/after replacement, AER convention)
+    assert list(df.columns) == [
+        "variant", "attention", "score", "input_feed", "arch", "setting", "runs", "dev_ppl", "test_ppl",
+        "bleu_before_unk_replace", "bleu_after_unk_replace", "bleu_before_unk_replace_sd", "bleu_no_unk_sentences",
+        "sacrebleu_after_unk_replace", "ribes_before_unk_replace", "ribes_after_unk_replace", "aer_fn14",
+        "aer_predicted_word", "avg_window", "time_ms", "paper_rows", "description"]
     base = df[df.variant == "base"].iloc[0]
-    assert (base.ppl, base.bleu, base.bleu_unk, base.runs) == (21.0, 11.0, 11.5, 2)
-    assert base.bleu_sd == pytest.approx(np.std([10.0, 12.0], ddof=1), abs=1e-4)
+    # base: dev ppl 21 and 23 (the fixture's test ppl + 1) → 22; test ppl 20, 22 → 21; BLEU 10, 12 → 11
+    # before and 10.5, 12.5 → 11.5 after replacement
+    assert (base.dev_ppl, base.test_ppl, base.bleu_before_unk_replace, base.bleu_after_unk_replace, base.runs) == (
+        22.0, 21.0, 11.0, 11.5, 2)
+    assert base.bleu_before_unk_replace_sd == pytest.approx(np.std([10.0, 12.0], ddof=1), abs=1e-4)
+    # ribes 0.60, 0.62 → 0.61 before; +0.01 after; sacreBLEU is the fixture's bleu_unk
+    assert (base.ribes_before_unk_replace, base.ribes_after_unk_replace, base.sacrebleu_after_unk_replace) == (
+        0.61, 0.62, 11.5)
+    g = df[df.variant == "global-feed"].iloc[0]
+    assert (g.aer_fn14, g.aer_predicted_word) == (0.41, AER_PREDICTED)
     flex = df[df.variant == "flex"].iloc[0]
-    assert (flex.setting, flex.bleu, flex.avg_window) == ("beam5", 13.5, 9.0)  # τ = ∞, not a τ setting
+    assert (flex.setting, flex.bleu_before_unk_replace, flex.avg_window) == ("beam5", 13.5, 9.0)  # τ = ∞
     assert df[df.variant == "rnnsearch"].iloc[0].attention == "rnnsearch"
     assert df[df.variant == "local-p"].iloc[0].paper_rows.startswith("luong_table1: local-p-general-feed, unk")
     assert "tok:none" in (tables / "summary.md").read_text(encoding="utf-8")
@@ -359,7 +380,8 @@ def test_window_points(report) -> None:
     spec, _, _ = report
     pts = collect.window_points(spec)
     flex = pts[pts.variant == "flex"].set_index("setting")
-    assert flex.loc["beam5.tau0.8", ["avg_window", "bleu"]].tolist() == [5.0, 11.0]  # BLEU before replacement
+    # BLEU before replacement (11.0; after it the fixture has 11.2)
+    assert flex.loc["beam5.tau0.8", ["avg_window", "bleu_before_unk_replace"]].tolist() == [5.0, 11.0]
     assert math.isnan(flex.loc["beam5", "tau"]) and flex.loc["beam5.tau1.2", "tau"] == 1.2
     assert collect.mean_source_length(spec) == pytest.approx(MEAN_SRC)
 

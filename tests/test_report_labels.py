@@ -1,7 +1,9 @@
-"""Numbers that say what they are (issue #29, item 3): a fine-tuning stage's learning curve
-continues from its parent's step count; the tables cite the papers, not a file. The results tree
-is test_report's (known numbers per variant and seed): every expected value below is worked out
-by hand from those numbers.
+"""Numbers that say what they are (issue #29, item 3).
+
+Every column and axis names its metric and variant (dev or test; before or after unknown-word
+replacement; which AER convention); a fine-tuning stage's learning curve continues from its
+parent; the tables cite the papers, not a file. The results tree is test_report's (known numbers
+per variant and seed): every expected value below is worked out by hand from those numbers.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from nmtlib.report import collect, figures
-from test_report import make_experiment, run_report
+from nmtlib.report import collect, figures, tables
+from test_report import AER_PREDICTED, make_experiment, run_report
 
 LUONG_REFERENCE = ('Luong, Pham & Manning 2015, "Effective Approaches to Attention-based Neural Machine '
                    'Translation" (EMNLP 2015)')
@@ -26,6 +28,54 @@ def report(tmp_path_factory) -> tuple[collect.ExperimentSpec, Path, Path]:
     spec = make_experiment(root / "results")
     out_tables, out_figures = run_report(spec, root / "out")
     return spec, out_tables, out_figures
+
+
+def _row(df: pd.DataFrame, key: str) -> pd.Series:
+    rows = df[df["row"] == key]
+    assert len(rows) == 1, (key, df["row"].tolist())
+    return rows.iloc[0]
+
+
+def _empty(value) -> bool:
+    return value is None or pd.isna(value)
+
+
+# --- the AER convention -------------------------------------------------------------------------
+
+def test_summary_names_the_aer_convention_and_explains_both(report) -> None:
+    _, out, _ = report
+    summary = pd.read_csv(out / "summary.csv")
+    assert "aer" not in summary.columns and "aer_predicted" not in summary.columns
+    g = summary.set_index("variant").loc["global-feed"]
+    # global-feed's seeds: 0.40 and 0.42 by footnote 14, 0.2 by the predicted word
+    assert (g.aer_fn14, g.aer_predicted_word) == (0.41, AER_PREDICTED)
+    md = (out / "summary.md").read_text(encoding="utf-8")
+    assert md.count(tables.AER_CONVENTIONS) == 1
+    assert "footnote 14" in tables.AER_CONVENTIONS and "0.34–0.39" in tables.AER_CONVENTIONS
+    assert "*aer_predicted_word* takes every a_t as the alignment of the word it predicts" in tables.AER_CONVENTIONS
+    assert tables.AER_CONVENTIONS in (out / "summary.html").read_text(encoding="utf-8").replace("&#x27;", "'")
+
+
+def test_luong_table6_explains_both_conventions_once(report) -> None:
+    _, out, _ = report
+    md = (out / "luong_table6.md").read_text(encoding="utf-8")
+    assert md.count(tables.AER_CONVENTIONS) == 1
+    assert "paper_aer_fn14" in md and "ours_aer_predicted_word" in md
+    # a table without an AER column carries no AER note
+    assert "AER conventions" not in (out / "luong_table4.md").read_text(encoding="utf-8")
+
+
+def test_write_summary_explains_every_metric_column(report, tmp_path: Path) -> None:
+    spec, _, _ = report
+    summary = collect.summary_table(spec)
+    tables.write_summary(summary, spec, tmp_path / "summary.csv")
+    md = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    for column in ("dev_ppl", "test_ppl", "bleu_before_unk_replace", "bleu_after_unk_replace", "aer_fn14",
+                   "aer_predicted_word", "sacrebleu_after_unk_replace", "ribes_before_unk_replace"):
+        assert f"{column}: " in md, column
+    assert "dev_ppl: dev perplexity of the model kept" in md and "test_ppl: test perplexity" in md
+    assert "tok:none" in md and md.count(tables.AER_CONVENTIONS) == 1
+    assert pd.read_csv(tmp_path / "summary.csv").columns.tolist() == summary.columns.tolist()
 
 
 # --- citations -----------------------------------------------------------------------------------
@@ -111,3 +161,17 @@ def test_learning_curve_figure_joins_the_stage_to_its_parent(tmp_path: Path, dra
     assert list(lines["flex (seed1)"].get_xdata()) == [100, 200, 300]
     assert ax.get_xlabel() == "training updates (mini-batches; fine-tuning continues from its parent's model)"
     assert ax.get_ylabel() == "dev perplexity (log scale)"
+
+
+# --- axes ----------------------------------------------------------------------------------------
+
+def test_bleu_axes_say_before_or_after_replacement(tmp_path: Path, drawn) -> None:
+    spec = make_experiment(tmp_path / "results")
+    figures.window_tradeoff(collect.window_points(spec), collect.mean_source_length(spec), tmp_path / "w.png")
+    figures.bleu_by_length(collect.length_buckets(spec), tmp_path / "b.png")
+    # the window figure plots the raw output (flex at τ = 0.8: 11.0 before replacement, 11.2 after)
+    assert drawn["w"].get_ylabel() == "test BLEU before unk replacement (tokenized, %)"
+    flex = next(line for line in drawn["w"].get_lines() if line.get_label().startswith("flex (flexible"))
+    assert sorted(flex.get_ydata()) == [11.0, 13.0, 13.5]
+    # nmtlib evaluate scores the length buckets on the replaced output
+    assert drawn["b"].get_ylabel() == "test BLEU after unk replacement (tokenized, %)"

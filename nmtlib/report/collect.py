@@ -155,13 +155,36 @@ def model_rows(spec: ExperimentSpec) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: the summary's columns that hold numbers, and what each is (``nmtlib report`` writes this beside the table)
+SUMMARY_COLUMNS = {
+    "dev_ppl": "dev perplexity of the model kept (the epoch of lowest dev perplexity)",
+    "test_ppl": "test perplexity of that model",
+    "bleu_before_unk_replace": "tokenized BLEU (multi-bleu.perl) of the test translation as decoded, before "
+                               "unknown-word replacement",
+    "bleu_after_unk_replace": "the same after Luong's unknown-word replacement",
+    "bleu_before_unk_replace_sd": "standard deviation over seeds of bleu_before_unk_replace (empty with one seed)",
+    "bleu_no_unk_sentences": "tokenized BLEU before unknown-word replacement on the test sentences whose source "
+                             "and reference are in the vocabularies (Bahdanau et al. 2015's \"No UNK\")",
+    "sacrebleu_after_unk_replace": "sacreBLEU after unknown-word replacement",
+    "ribes_before_unk_replace": "RIBES (RIBES.py 1.02.4) before unknown-word replacement",
+    "ribes_after_unk_replace": "RIBES after unknown-word replacement",
+    "aer_fn14": "alignment error rate of forced decoding, Luong et al. 2015's footnote-14 convention (their "
+                "Table 6 protocol)",
+    "aer_predicted_word": "alignment error rate of the same attention, every a_t aligned to the word it predicts",
+    "avg_window": "source positions scored per decoding step and hypothesis, the mean over sentences (Shu & "
+                  "Nakayama 2017; an ensemble's is summed over its members)",
+    "time_ms": "decoding time per test sentence, in milliseconds",
+}
+
+
 def summary_table(spec: ExperimentSpec) -> pd.DataFrame:
     """One row per trained variant and per ensemble, in config order.
 
     Rule: every number is the mean over the variant's seeds, decoded at τ = ∞ (the variant's
     first setting, ``beamK``); τ sweeps of Flexible Attention are in ``shu_table1``. Ensembles
-    have no perplexity or AER (those are per model). ``runs`` counts the score files averaged
-    and ``bleu_sd`` is the standard deviation of BLEU over seeds (empty with one seed).
+    have no perplexity or AER (those are per model). ``runs`` counts the score files averaged.
+    Every metric column names its data (dev or test; the rest are test) and its variant (before or
+    after unknown-word replacement, which AER convention): :data:`SUMMARY_COLUMNS`.
     """
     from nmtlib.report.paper import resolve_paper_row
 
@@ -189,12 +212,13 @@ def summary_table(spec: ExperimentSpec) -> pd.DataFrame:
         rows.append({
             "variant": name, **info,
             "setting": setting, "runs": len(t),
-            "ppl": _mean(mm, "ppl"), "bleu": _mean(t, "bleu"), "bleu_unk": _mean(t, "bleu_unk"),
-            "bleu_sd": None if sd is None else round(sd, 4),
-            "bleu_no_unk": _mean(t, "bleu_no_unk"),
-            "sacrebleu": _mean(t, "sacrebleu"), "ribes": _mean(t, "ribes"), "ribes_unk": _mean(t, "ribes_unk"),
-            "aer": _mean(mm, "aer"),
-            "aer_predicted": _mean(mm, "aer_predicted"),
+            "dev_ppl": _mean(mm, "dev_ppl"), "test_ppl": _mean(mm, "ppl"),
+            "bleu_before_unk_replace": _mean(t, "bleu"), "bleu_after_unk_replace": _mean(t, "bleu_unk"),
+            "bleu_before_unk_replace_sd": None if sd is None else round(sd, 4),
+            "bleu_no_unk_sentences": _mean(t, "bleu_no_unk"),
+            "sacrebleu_after_unk_replace": _mean(t, "sacrebleu"),
+            "ribes_before_unk_replace": _mean(t, "ribes"), "ribes_after_unk_replace": _mean(t, "ribes_unk"),
+            "aer_fn14": _mean(mm, "aer"), "aer_predicted_word": _mean(mm, "aer_predicted"),
             "avg_window": _mean(t, "avg_window"), "time_ms": _mean(t, "time_ms"),
             "paper_rows": "; ".join(f"{tab}: {', '.join(keys)}" for tab, keys in mapped.items()),
             "description": description,
@@ -339,12 +363,14 @@ def length_buckets(spec: ExperimentSpec) -> pd.DataFrame:
 def window_points(spec: ExperimentSpec) -> pd.DataFrame:
     """Shu Fig. 3: per variant and decoding setting, mean window and BLEU over the runs.
 
-    BLEU is tokenized BLEU of the raw output, before any unknown-word replacement: Shu &
-    Nakayama replace nothing. The window is :func:`nmtlib.metrics.window.mean_window`.
+    ``bleu_before_unk_replace`` is tokenized BLEU of the raw output, before any unknown-word
+    replacement: Shu & Nakayama replace nothing. The window is
+    :func:`nmtlib.metrics.window.mean_window`.
     """
+    columns = ["variant", "attention", "setting", "tau", "avg_window", "bleu_before_unk_replace", "runs"]
     tr = translation_rows(spec)
     if tr.empty:
-        return pd.DataFrame(columns=["variant", "attention", "setting", "tau", "avg_window", "bleu", "runs"])
+        return pd.DataFrame(columns=columns)
     rows = []
     for name in spec.variants:
         for setting in spec.settings[name]:
@@ -353,8 +379,8 @@ def window_points(spec: ExperimentSpec) -> pd.DataFrame:
                 continue
             rows.append({"variant": name, "attention": attention_label(spec.variants[name]), "setting": setting,
                          "tau": parse_tau(setting), "avg_window": _mean(t, "avg_window"),
-                         "bleu": _mean(t, "bleu"), "runs": len(t)})
-    return pd.DataFrame(rows, columns=["variant", "attention", "setting", "tau", "avg_window", "bleu", "runs"])
+                         "bleu_before_unk_replace": _mean(t, "bleu"), "runs": len(t)})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def mean_source_length(spec: ExperimentSpec) -> float | None:

@@ -83,7 +83,8 @@ def _bucket_start(label: str) -> int:
 
 
 def bleu_by_length(buckets: pd.DataFrame, path: Path, title: str = "BLEU by source length (Luong et al. 2015, Fig. 6)") -> None:
-    """Tokenized BLEU per source-length bucket, one line per variant (mean over seeds)."""
+    """Tokenized BLEU after unknown-word replacement (``nmtlib evaluate`` scores the buckets on the
+    replaced output) per source-length bucket, one line per variant (mean over seeds)."""
     if buckets.empty:
         return _empty(path, title, "no translations scored yet")
     mean = buckets.groupby(["variant", "bucket"], sort=False)[["bleu", "sentences"]].mean().reset_index()
@@ -95,7 +96,7 @@ def bleu_by_length(buckets: pd.DataFrame, path: Path, title: str = "BLEU by sour
         ax.plot(range(len(order)), df["bleu"], marker="o", label=variant)
     ax.set_xticks(range(len(order)), [f"{b}\n({int(counts[b])} sent.)" for b in order], fontsize=8)
     ax.set_xlabel("source sentence length (words)")
-    ax.set_ylabel("tokenized BLEU (%)")
+    ax.set_ylabel("test BLEU after unk replacement (tokenized, %)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, title="variant", title_fontsize=8)
@@ -165,23 +166,24 @@ def window_tradeoff(points: pd.DataFrame, mean_src_len: float | None, path: Path
                                    "(a variant with attention: flexible and decode.taus)")
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     markers = dict(zip(attention_order(), "sD^v<>phH8*"), none="x")
+    bleu = "bleu_before_unk_replace"  # Shu & Nakayama replace no unknown word
     for k, (name, df) in enumerate(points[points["attention"] == "flexible"].groupby("variant", sort=False)):
         df = df.sort_values("avg_window")
-        line, = ax.plot(df["avg_window"], df["bleu"], marker="o", label=f"{name} (flexible, one point per τ)")
+        line, = ax.plot(df["avg_window"], df[bleu], marker="o", label=f"{name} (flexible, one point per τ)")
         for _, p in df.iterrows():
             tau = "∞" if pd.isna(p["tau"]) else f"{p['tau']:g}"
             # labels of different variants go above / below their points, so coinciding points stay legible
-            ax.annotate(f"τ={tau}", (p["avg_window"], p["bleu"]), textcoords="offset points",
+            ax.annotate(f"τ={tau}", (p["avg_window"], p[bleu]), textcoords="offset points",
                         xytext=(4, 5 if k % 2 == 0 else -11), fontsize=7, color=line.get_color())
     others = points[(points["attention"] != "flexible") & (points["attention"] != "none")]
     for _, p in others.iterrows():
-        ax.plot([p["avg_window"]], [p["bleu"]], linestyle="none", marker=markers.get(p["attention"], "o"),
+        ax.plot([p["avg_window"]], [p[bleu]], linestyle="none", marker=markers.get(p["attention"], "o"),
                 markersize=8, label=f"{p['variant']} ({p['attention']})")
     if mean_src_len is not None:
         ax.axvline(mean_src_len, color="grey", linestyle="--",
                    label=f"mean test source length ({mean_src_len:.1f} words)")
-    ax.set_xlabel("average window of vision span (source words scored per step)")
-    ax.set_ylabel("tokenized BLEU, no unk replacement (%)")
+    ax.set_xlabel("average window of vision span (test; source words scored per step)")
+    ax.set_ylabel("test BLEU before unk replacement (tokenized, %)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)

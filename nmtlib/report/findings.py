@@ -21,9 +21,10 @@ both sides' standard deviations over seeds, and a difference no larger than it i
 ``within_spread`` (the claim's verdict stands, but the run-to-run noise could reverse it). With
 one seed the spread is unknown (empty).
 
-Metrics: BLEU is tokenized BLEU before unknown-word replacement (the unknown-word claim compares
-after with before), as in Luong's tables; Shu's claims use the Shu protocol of
-:mod:`nmtlib.report.tables` (raw output, per-sentence window).
+Metrics (the ``metric`` column names each, :data:`METRIC_LABELS`): BLEU is tokenized BLEU on the
+test set before unknown-word replacement (the unknown-word claim compares after with before), as
+in Luong's tables; Shu's claims use the Shu protocol of :mod:`nmtlib.report.tables` (raw output,
+per-sentence window).
 """
 
 from __future__ import annotations
@@ -89,6 +90,25 @@ SMALL = Criterion(-SMALL_LOSS, False, f"A − B ≥ −{SMALL_LOSS:g} BLEU")
 HALF_WINDOW = Criterion(-50.0, False, "window change ≤ −50%", below=True)
 SMALLER_WINDOW = Criterion(0.0, True, "window change < 0%", below=True)
 
+#: what the ``metric`` column says for a side's metric (:meth:`Ours.value` names)
+METRIC_LABELS = {
+    "bleu": "test BLEU before unk replacement",
+    "bleu_unk": "test BLEU after unk replacement",
+    "ppl": "test perplexity",
+    "dev_ppl": "dev perplexity",
+    "avg_window": "test window (source words scored per step)",
+}
+
+
+def metric_label(a: Side | None, b: Side | None, metric: str | None = None) -> str:
+    """The ``metric`` column: the metric of both sides, or of each side where they differ."""
+    if metric is not None:
+        return METRIC_LABELS.get(metric, metric)
+    if a is not None and b is not None and a.metric != b.metric:
+        return f"A: {METRIC_LABELS.get(a.metric, a.metric)}; B: {METRIC_LABELS.get(b.metric, b.metric)}"
+    side = a or b
+    return METRIC_LABELS.get(side.metric if side else "bleu", side.metric if side else "bleu")
+
 
 class _Context:
     """What every claim needs: the spec, our numbers and the paper-row mapping."""
@@ -151,7 +171,7 @@ def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None,
          paper_diff: float | None = None, metric: str | None = None) -> dict[str, Any]:
     """One findings row comparing A with B (``missing``: why a side is absent)."""
     out: dict[str, Any] = {c: None for c in COLUMNS}
-    out.update(claim=claim, source=source, metric=metric or ((a or b).metric if (a or b) else "bleu"),
+    out.update(claim=claim, source=source, metric=metric_label(a, b, metric),
                paper_a=paper_a, paper_b=paper_b, criterion=criterion.text, within_spread=None)
     if paper_diff is None and paper_a is not None and paper_b is not None:
         paper_diff = round(paper_a - paper_b, 4)
@@ -310,7 +330,7 @@ def _length_gain(ctx: _Context, a: str | None, b: str | None, missing: str) -> d
     claim = "RNNsearch's gain over RNNencdec is largest on long sentences"
     source = f"{BAHDANAU_TABLE1.paper}, Fig. 2"
     out = _row(ctx, claim, source, None, None, None, None, BETTER, missing)
-    out["metric"] = "bleu gain, long half − short half"
+    out["metric"] = "gain in test BLEU before unk replacement, long half − short half"
     if a is None or b is None:
         return out
     out["compared"] = f"A: {a} vs B: {b}; the gain on the sentences longer than the median vs the rest"
@@ -458,7 +478,8 @@ def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv) -> None:
               f"{'does' if c[FAILS] == 1 else 'do'} not hold and {c[UNTESTED]} are not tested by this experiment's "
               f"variants. A and B are the two rows compared; "
               f"paper_diff and ours_diff are A − B (the paper's on the paper's data); {spread}.")
-    notes = ("BLEU: tokenized BLEU before unknown-word replacement (bleu_unk: after). Shu & Nakayama's claims use "
+    notes = ("BLEU: tokenized BLEU on the test set, before unknown-word replacement unless metric says after. Shu & "
+             "Nakayama's claims use "
              "their protocol: the raw output and the per-sentence window. Criteria: 'helps' and 'beats' need a "
              f"positive difference, '≫' at least {LARGE_GAIN:g} BLEU, 'as good as' and 'small loss' a loss of at most "
              f"{SMALL_LOSS:g} BLEU. Rows are found through each variant's paper_row, else by the variants' "

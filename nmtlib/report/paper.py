@@ -180,8 +180,9 @@ LUONG_TABLE6 = PaperTable(
         _r("ensemble", "ensemble", aer=0.34),
         _r("berkeley", "Berkeley Aligner", aer=0.32, note="one-to-many alignments of a word aligner"),
     ),
-    notes="ours_aer follows the paper's protocol (footnote 14: for content-based scores a_t aligns the input "
-          "word y_{t-1}); ours_aer_predicted aligns every a_t to the word it helps predict, y_t.",
+    notes="paper_aer_fn14 / ours_aer_fn14: AER by the paper's protocol (footnote 14), with the precision and recall "
+          "of our links (ours_fn14_precision, ours_fn14_recall); ours_aer_predicted_word: every a_t aligned to the "
+          "word it predicts.",
 )
 
 BAHDANAU_TABLE1 = PaperTable(

@@ -4,13 +4,17 @@ Each table has the paper's shape: every row of the paper (from :mod:`nmtlib.repo
 listed with the paper's numbers, and ``ours_*`` columns beside them are filled from the variant
 (or ensemble) that regenerates the row — the variant's ``paper_row`` config names it. A row that
 no variant of the experiment regenerates keeps an empty "ours". Our numbers are on the
-experiment's own data (said in every table), the paper's on the paper's.
+experiment's own data (said in every table), the paper's on the paper's; the papers are cited by
+authors, year, title and table.
 
-Our numbers are means over the variant's seeds. BLEU is tokenized BLEU (multi-bleu.perl), before
-unknown-word replacement unless the paper's row says "+ unk replace". Shu & Nakayama's protocol:
-BLEU and RIBES of the raw output (that paper replaces nothing) from the same decoding as the
-window beside them, and the window is the mean over sentences of each sentence's window
-(:mod:`nmtlib.metrics.window`).
+Our numbers are means over the variant's seeds. Every metric column names its variant: test
+perplexity (``*_test_ppl``), BLEU before or after unknown-word replacement
+(``*_before_unk_replace`` / ``*_after_unk_replace``; in Luong's Tables 1 and 3 the row's
+``bleu_after_unk_replace`` says which, as the paper's "+ unk replace" rows do), the AER
+convention (``*_aer_fn14``, ``*_aer_predicted_word``: :data:`AER_CONVENTIONS`). BLEU is tokenized
+BLEU (multi-bleu.perl). Shu & Nakayama's protocol: BLEU and RIBES of the raw output (that paper
+replaces nothing) from the same decoding as the window beside them, and the window is the mean
+over sentences of each sentence's window (:mod:`nmtlib.metrics.window`).
 """
 
 from __future__ import annotations
@@ -23,10 +27,31 @@ from typing import Any
 import pandas as pd
 
 from nmtlib.atomic import atomic_write
-from nmtlib.report.collect import ExperimentSpec, Ours, data_description, ensemble_assignments, parse_tau
+from nmtlib.report.collect import (SUMMARY_COLUMNS, ExperimentSpec, Ours, data_description, ensemble_assignments,
+                                   parse_tau, translation_rows)
 from nmtlib.report.paper import TABLES, PaperRow, PaperTable, resolve_paper_row
 
 MISSING = "—"
+
+#: the two ways of reading forced-decoding attention as word alignments, said under every table
+#: with an AER column (the summary's ``aer_fn14`` / ``aer_predicted_word``, Luong Table 6's ``ours_*``)
+AER_CONVENTIONS = (
+    "AER conventions: forced decoding of the reference gives one attention vector a_t per decoder step t, the step "
+    "that reads target word y_{t−1} and predicts y_t; each target word is linked to the source word its vector "
+    "weighs most, and the links are scored against gold alignments (AER: lower is better). *aer_fn14* is Luong et "
+    "al. 2015's protocol (footnote 14, the one behind their Table 6's 0.34–0.39): for content-based scores (dot, "
+    "general, concat, additive) a_t is taken as the alignment of the input word y_{t−1}, for location-based ones "
+    "of the predicted word y_t. *aer_predicted_word* takes every a_t as the alignment of the word it predicts, "
+    "y_t. The two differ by one target position for content-based scores: a model that attends to the source of "
+    "the word it is about to emit scores a high aer_fn14 (near 0.9 on the synthetic demo) beside a low "
+    "aer_predicted_word. That is the bookkeeping, not broken attention: compare aer_fn14 with the paper's numbers, "
+    "and aer_predicted_word for how well the attention aligns."
+)
+
+#: column → explanation appended under any table that has the column (once per text)
+COLUMN_NOTES = {
+    c: AER_CONVENTIONS for c in ("aer_fn14", "aer_predicted_word", "ours_aer_fn14", "ours_aer_predicted_word")
+}
 
 
 def _decimals(column: str) -> int:
@@ -54,11 +79,15 @@ def write_table(
     ``.html``: the one ``snakemake --report`` shows on screen).
 
     The renderings leave out ``md_drop`` columns (constant provenance columns said in ``header``),
-    print numbers with the papers' precision and missing numbers as an em dash.
+    print numbers with the papers' precision and missing numbers as an em dash, and end with
+    ``notes`` and the :data:`COLUMN_NOTES` of the columns shown.
     """
     with atomic_write(path_csv) as f:
         df.to_csv(f, index=False)
     shown = df.drop(columns=[c for c in md_drop if c in df.columns])
+    column_notes = [] if shown.empty else list(dict.fromkeys(COLUMN_NOTES[c] for c in shown.columns
+                                                             if c in COLUMN_NOTES))
+    notes = "  \n".join(x for x in (notes, *column_notes) if x)
     if shown.empty:
         body = "(no rows)"
     else:
@@ -172,7 +201,7 @@ def _delta(a: float | None, b: float | None) -> float | None:
 
 
 def progressive_table(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
-    """Luong Tables 1 and 3: ppl and BLEU per system, with the gain over the previous system.
+    """Luong Tables 1 and 3: test perplexity and BLEU per system, with the gain over the previous system.
 
     Our gain is against the nearest previous row of the chain that we regenerate (named in
     ``ours_delta_vs``): when the experiment skips a row, the gain spans the skipped steps.
@@ -184,10 +213,11 @@ def progressive_table(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd
             bleu = ours.value(name, "bleu_unk" if prow.unk_replace else "bleu")
             out = {
                 "row": prow.key, "section": prow.section, "system": prow.label,
-                "paper_ppl": prow.values.get("ppl"), "ours_ppl": ours.value(name, "ppl"),
+                "paper_test_ppl": prow.values.get("ppl"), "ours_test_ppl": ours.value(name, "ppl"),
                 "paper_bleu": prow.values.get("bleu"), "ours_bleu": bleu,
+                "bleu_after_unk_replace": prow.unk_replace,
                 "paper_delta": prow.delta, "ours_delta": None, "ours_delta_vs": "",
-                "unk_replaced": prow.unk_replace, "ours_from": b.ours_from(name),
+                "ours_from": b.ours_from(name),
             }
             if prow.progressive and bleu is not None:
                 if previous is not None:
@@ -202,7 +232,7 @@ def progressive_table(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd
 
 
 def luong_table4(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
-    """Attentional architectures: ppl, BLEU before and after unknown-word replacement."""
+    """Attentional architectures: test perplexity, BLEU before and after unknown-word replacement."""
     b = _Builder(spec, ours, TABLES["luong_table4"])
     rows = []
     for prow in b.table.rows:
@@ -210,9 +240,9 @@ def luong_table4(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
             before, after = ours.value(name, "bleu"), ours.value(name, "bleu_unk")
             rows.append(b.finish(prow, {
                 "row": prow.key, "system": prow.label,
-                "paper_ppl": prow.values.get("ppl"), "ours_ppl": ours.value(name, "ppl"),
-                "paper_bleu": prow.values.get("bleu"), "ours_bleu": before,
-                "paper_bleu_unk": prow.values.get("bleu_unk"), "ours_bleu_unk": after,
+                "paper_test_ppl": prow.values.get("ppl"), "ours_test_ppl": ours.value(name, "ppl"),
+                "paper_bleu_before_unk_replace": prow.values.get("bleu"), "ours_bleu_before_unk_replace": before,
+                "paper_bleu_after_unk_replace": prow.values.get("bleu_unk"), "ours_bleu_after_unk_replace": after,
                 "paper_unk_gain": prow.delta, "ours_unk_gain": _delta(after, before),
                 "ours_from": b.ours_from(name),
             }))
@@ -226,9 +256,10 @@ def luong_table6(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
         for name in b.names(prow):
             out = {
                 "row": prow.key, "method": prow.label,
-                "paper_aer": prow.values.get("aer"), "ours_aer": ours.value(name, "aer"),
-                "ours_precision": ours.value(name, "aer_precision"), "ours_recall": ours.value(name, "aer_recall"),
-                "ours_aer_predicted": ours.value(name, "aer_predicted"),
+                "paper_aer_fn14": prow.values.get("aer"), "ours_aer_fn14": ours.value(name, "aer"),
+                "ours_fn14_precision": ours.value(name, "aer_precision"),
+                "ours_fn14_recall": ours.value(name, "aer_recall"),
+                "ours_aer_predicted_word": ours.value(name, "aer_predicted"),
                 "ours_from": b.ours_from(name),
             }
             if name in spec.ensembles:
@@ -268,11 +299,11 @@ def shu_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
 
     def ours_cells(name: str | None, setting: str | None) -> dict[str, Any]:
         if name is None or setting is None:
-            return {"ours_window": None, "ours_bleu": None, "ours_ribes": None}
+            return {"ours_window": None, "ours_bleu_before_unk_replace": None, "ours_ribes_before_unk_replace": None}
         # Shu & Nakayama replace no unknown word: BLEU and RIBES of the raw output
         return {"ours_window": ours.value(name, "avg_window", setting),
-                "ours_bleu": ours.value(name, "bleu", setting),
-                "ours_ribes": ours.value(name, "ribes", setting)}
+                "ours_bleu_before_unk_replace": ours.value(name, "bleu", setting),
+                "ours_ribes_before_unk_replace": ours.value(name, "ribes", setting)}
 
     for prow in b.table.rows:
         for name in b.names(prow):
@@ -301,7 +332,7 @@ def shu_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
             rows.append(b.finish(PaperRow(out["row"], out["model"], {}), out))
     df = pd.DataFrame(rows)
     global_window = next((r["ours_window"] for r in rows if r["row"] == "global" and r["ours_window"]), None)
-    df.insert(df.columns.get_loc("ours_ribes") + 1, "ours_window_change_pct", [
+    df.insert(df.columns.get_loc("ours_ribes_before_unk_replace") + 1, "ours_window_change_pct", [
         None if global_window is None or w is None else round(100 * (w - global_window) / global_window, 2)
         for w in df["ours_window"]])
     return df
@@ -363,3 +394,23 @@ def write_paper_tables(spec: ExperimentSpec, folder: Path) -> dict[str, pd.DataF
     for name, df in built.items():
         _Builder(spec, ours, TABLES[name]).write(df, folder)
     return built
+
+
+def summary_notes(spec: ExperimentSpec) -> str:
+    """What the summary's columns are (:data:`nmtlib.report.collect.SUMMARY_COLUMNS`) and how its
+    rows are made; the AER conventions follow from :data:`COLUMN_NOTES`."""
+    tr = translation_rows(spec)
+    signatures = ("no translation scored" if tr.empty
+                  else "; ".join(sorted(set(tr["sacrebleu_signature"].astype(str)))))
+    columns = "; ".join(f"{c}: {text}" for c, text in SUMMARY_COLUMNS.items())
+    return ("One row per variant and per ensemble (config order); numbers are means over the variant's seeds "
+            "(`runs`: score files averaged), decoded at τ = ∞ (`setting`), on the test set but for dev_ppl. "
+            f"Ensembles have no perplexity or AER (those are per model). {columns}; sacreBLEU signature: "
+            f"{signatures}; paper_rows: the paper table rows the variant regenerates.")
+
+
+def write_summary(summary: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> None:
+    """``summary.csv`` (:func:`nmtlib.report.collect.summary_table`) and its renderings, with
+    :func:`summary_notes` under them."""
+    write_table(summary, path_csv, f"Summary of experiment {spec.experiment}", summary_notes(spec),
+                header=f"Experiment `{spec.experiment}` ({spec.results}), {data_description(spec)}, seeds {spec.seeds}.")
