@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -108,6 +109,22 @@ def tiny_train_paths(corpus: Path, out: Path):
     c = corpus
     return TrainPaths(c / "train.src", c / "train.tgt", c / "dev.src", c / "dev.tgt", c / "vocab.src",
                       c / "vocab.tgt", out)
+
+
+def tiny_train_cmd(corpus: Path, out: Path, spec: dict) -> list[str]:
+    """``nmtlib train`` of variant ``spec`` (``{"name", "options"}``) on ``tiny_corpus`` into ``out``."""
+    c = corpus
+    return [sys.executable, "-m", "nmtlib", "train", "--variant-json", json.dumps(spec), "--threads", "1",
+            "--train-src", str(c / "train.src"), "--train-tgt", str(c / "train.tgt"), "--dev-src", str(c / "dev.src"),
+            "--dev-tgt", str(c / "dev.tgt"), "--src-vocab", str(c / "vocab.src"), "--tgt-vocab", str(c / "vocab.tgt"),
+            "--out-dir", str(out), "--no-progress"]
+
+
+def train_tiny_model(corpus: Path, out: Path, spec: dict) -> Path:
+    """Train ``spec`` on ``tiny_corpus`` as a real process; its ``model.pt``."""
+    run = subprocess.run(tiny_train_cmd(corpus, out, spec), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return out / "model.pt"
 
 
 @pytest.fixture(scope="session")

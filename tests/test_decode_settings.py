@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import train_tiny_model
 from nmtlib.config import ConfigError, DecodeConfig, check_run_settings, run_settings
 
 SPEC = {"name": "g", "options": {"embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global",
@@ -44,15 +45,7 @@ def test_bad_settings_name_the_key(raw, message):
 
 @pytest.fixture(scope="module")
 def model(tiny_corpus, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("decode-settings-model")
-    c = tiny_corpus
-    run = subprocess.run([
-        sys.executable, "-m", "nmtlib", "train", "--variant-json", json.dumps(SPEC), "--threads", "1",
-        "--train-src", str(c / "train.src"), "--train-tgt", str(c / "train.tgt"), "--dev-src", str(c / "dev.src"),
-        "--dev-tgt", str(c / "dev.tgt"), "--src-vocab", str(c / "vocab.src"), "--tgt-vocab", str(c / "vocab.tgt"),
-        "--out-dir", str(out), "--no-progress"], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return out / "model.pt"
+    return train_tiny_model(tiny_corpus, tmp_path_factory.mktemp("decode-settings-model"), SPEC)
 
 
 def translate(model: Path, corpus: Path, prefix: Path, *extra: str) -> subprocess.CompletedProcess:

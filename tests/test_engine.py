@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import restored_torch_switches, tiny_train_paths
+from conftest import restored_torch_switches, tiny_train_cmd, tiny_train_paths
 from nmtlib.config import TrainConfig, resolve_variant
 from nmtlib.data.batching import ParallelData, collate, length_sorted_batches
 from nmtlib.data.vocab import Vocabulary
@@ -36,13 +36,7 @@ SPEC = {
 
 
 def train_cmd(corpus: Path, out: Path, spec: dict = SPEC) -> list[str]:
-    return [
-        sys.executable, "-m", "nmtlib", "train", "--variant-json", json.dumps(spec), "--threads", "1",
-        "--train-src", str(corpus / "train.src"), "--train-tgt", str(corpus / "train.tgt"),
-        "--dev-src", str(corpus / "dev.src"), "--dev-tgt", str(corpus / "dev.tgt"),
-        "--src-vocab", str(corpus / "vocab.src"), "--tgt-vocab", str(corpus / "vocab.tgt"),
-        "--out-dir", str(out), "--no-progress",
-    ]
+    return tiny_train_cmd(corpus, out, spec)
 
 
 def weights(path: Path) -> dict[str, torch.Tensor]:

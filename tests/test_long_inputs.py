@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import restored_torch_switches
+from conftest import restored_torch_switches, train_tiny_model
 
 #: trained long enough (100 steps, seconds) that translations are words, not just <eos>. Decoded
 #: without a limit (``max_src_len=None``), a 100,000-token line made of the training words does not
@@ -34,15 +34,7 @@ LONG = 100_000
 
 @pytest.fixture(scope="module")
 def model(tiny_corpus, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("long-inputs-model")
-    c = tiny_corpus
-    run = subprocess.run([
-        sys.executable, "-m", "nmtlib", "train", "--variant-json", json.dumps(SPEC), "--threads", "1",
-        "--train-src", str(c / "train.src"), "--train-tgt", str(c / "train.tgt"), "--dev-src", str(c / "dev.src"),
-        "--dev-tgt", str(c / "dev.tgt"), "--src-vocab", str(c / "vocab.src"), "--tgt-vocab", str(c / "vocab.tgt"),
-        "--out-dir", str(out), "--no-progress"], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return out / "model.pt"
+    return train_tiny_model(tiny_corpus, tmp_path_factory.mktemp("long-inputs-model"), SPEC)
 
 
 def translate(model: Path, corpus: Path, src: Path, prefix: Path, *extra: str) -> tuple[int, str, int]:

@@ -44,7 +44,7 @@ else:
 
     def _registry_entries():
         """File of the data set (relative to its cache folder) -> the registry entry that provides it."""
-        from nmtlib.cli import NmtlibError
+        from nmtlib.errors import NmtlibError
         from nmtlib.data.corpora import load_registry
 
         try:
