@@ -26,7 +26,6 @@ import pytest
 
 from nmtlib.errors import NmtlibError
 from nmtlib.commands import download as download_cmd
-from nmtlib.data import cache as dl
 from nmtlib.data.archives import sgm_to_text
 from nmtlib.data.cache import TOFU_NAME, resolve_cache_dir
 from nmtlib.data.corpora import load_registry
@@ -619,4 +618,4 @@ def test_copy_of_shared_file_round_trip(tmp_path: Path) -> None:
     (cache / "alignments").mkdir(parents=True)
     shutil.copy(SHARED / "alignments" / "enfr.gold", cache / "alignments" / "enfr.gold")
     assert fetch("alignments", cache, files=["enfr.gold"])["enfr.gold"].is_file()
-    assert dl.TOFU_NAME not in {p.name for p in (cache / "alignments").iterdir()}
+    assert TOFU_NAME not in {p.name for p in (cache / "alignments").iterdir()}
