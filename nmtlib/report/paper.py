@@ -100,6 +100,13 @@ METRIC_NAMES = {
 
 _OURS = "Our NMT systems"
 
+_PROGRESSIVE_NOTES = (
+    "paper_test_ppl / ours_test_ppl: test perplexity. paper_bleu / ours_bleu: tokenized BLEU on the test set, after "
+    "unknown-word replacement where bleu_after_unk_replace is True, before it otherwise. paper_delta: the paper's "
+    "printed gain of a row over the row right above it (its systems only). ours_delta: our gain over the same row "
+    "(ours_delta_vs), scored the same way; empty, with a note, where this experiment has no number for that row."
+)
+
 LUONG_TABLE1 = PaperTable(
     "luong_table1", LUONG, "Table 1", "WMT'14 English-German results (progressive improvements)",
     "WMT'14 En→De, newstest2014; perplexity and tokenized BLEU (multi-bleu.perl)",
@@ -126,7 +133,7 @@ LUONG_TABLE1 = PaperTable(
         _r("ensemble", "Ensemble 8 models + unk replace", _OURS, ppl=None, bleu=23.0, progressive=True, delta=2.1,
            unk_replace=True),
     ),
-    notes="Paper deltas are the paper's printed gains between consecutive rows of its own systems.",
+    notes=_PROGRESSIVE_NOTES,
 )
 
 LUONG_TABLE3 = PaperTable(
@@ -144,7 +151,7 @@ LUONG_TABLE3 = PaperTable(
         _r("unk", "+ global (dot) + drop + feed + unk", _OURS, ppl=None, bleu=24.9, progressive=True, delta=2.1,
            unk_replace=True),
     ),
-    notes="The base system already reverses the source; each row adds to the previous one.",
+    notes="The base system already reverses the source; each row adds to the previous one. " + _PROGRESSIVE_NOTES,
 )
 
 LUONG_TABLE4 = PaperTable(
