@@ -193,6 +193,10 @@ def _empty(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+#: paper tables of the fixture experiment in which no row has a number of ours (no variant maps a row)
+EMPTY_TABLES = {"luong_table3"}
+
+
 def test_every_table_has_csv_and_markdown(report) -> None:
     spec, tables, _ = report
     for name in TABLES:
@@ -200,8 +204,10 @@ def test_every_table_has_csv_and_markdown(report) -> None:
         md = (tables / f"{name}.md").read_text(encoding="utf-8")
         assert md.startswith("# ")
         assert (tables / f"{name}.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-        assert "`unit`" in md and "synthetic src→tgt, test set of 6 sentences" in md, name
-    for name in paper.TABLES:
+        assert "`unit`" in md, name
+        if name not in EMPTY_TABLES:
+            assert "synthetic src→tgt, test set of 6 sentences" in md, name
+    for name in set(paper.TABLES) - EMPTY_TABLES:
         df = _table(tables, name)
         # every row of the paper is there, in the paper's order, with the paper's citation
         keys = [r.key for r in paper.TABLES[name].rows]
@@ -256,10 +262,8 @@ def test_paper_deltas_are_the_differences_of_the_paper_rows() -> None:
     assert (dot.values["bleu"], dot.values["bleu_unk"], dot.delta) == (18.0, 19.6, 1.9) and "1.6" in dot.note
 
 
-def test_luong_tables_3_4_6(report) -> None:
+def test_luong_tables_4_6(report) -> None:
     _, tables, _ = report
-    t3 = _table(tables, "luong_table3")
-    assert _row(t3, "global-dot-drop-feed").paper_bleu == 22.8 and _empty(_row(t3, "global-dot-drop-feed").ours_bleu)
     t4 = _table(tables, "luong_table4")
     g = _row(t4, "global-general")
     assert (g.paper_test_ppl, g.paper_bleu_before_unk_replace, g.paper_bleu_after_unk_replace,
@@ -394,21 +398,25 @@ def test_window_points(report) -> None:
     assert collect.mean_source_length(spec) == pytest.approx(MEAN_SRC)
 
 
-def test_experiment_without_results_still_has_the_papers_shape(tmp_path: Path) -> None:
-    """Nothing run yet (or a config without those models): every table lists the paper's rows
-    with the paper's numbers and empty ours; every figure says what is missing."""
+def test_experiment_without_results_writes_every_file_and_says_why_tables_are_empty(tmp_path: Path) -> None:
+    """Nothing run yet (or a config without those models): every table the workflow declares is
+    written, a paper table without a number of ours as a header-only CSV and one line saying why;
+    every figure says what is missing."""
     spec = make_experiment(tmp_path / "results", with_results=False)
     spec.variants = {"base": spec.variants["base"]}
     spec.ensembles = {}
     spec.settings = {"base": ["beam5"]}
     tables, figures = run_report(spec, tmp_path / "out")
-    t1 = _table(tables, "luong_table1")
-    assert len(t1) == len(paper.LUONG_TABLE1.rows)
-    assert t1["ours_bleu"].isna().all() and _row(t1, "base").paper_bleu == 11.3
-    assert _row(t1, "base").ours_from == "base (no results, beam5)"
     for name in paper.TABLES:
         df = _table(tables, name)
-        assert len(df) == len(paper.TABLES[name].rows)
+        assert df.empty and "row" in df.columns, name
+    # base maps Luong Table 1's "Base" row but has no result yet
+    md = (tables / "luong_table1.md").read_text(encoding="utf-8")
+    assert md == ("# Luong et al. 2015, Table 1: WMT'14 English-German results (progressive improvements)\n\n"
+                  "No row of Luong et al. 2015, Table 1 has a number of ours in experiment `unit`, so this table is "
+                  "left empty: base (no results, beam5) regenerates row 'base'. Paper: Luong, Pham & Manning 2015, "
+                  "\"Effective Approaches to Attention-based Neural Machine Translation\" (EMNLP 2015), Table 1.\n")
+    assert "set paper_row: {shu_table1: <row>}" in (tables / "shu_table1.md").read_text(encoding="utf-8")
     for name in FIGURES:
         assert (figures / f"{name}.png").stat().st_size > 5_000
 

@@ -2,9 +2,10 @@
 
 Every column and axis names its metric and variant (dev or test; before or after unknown-word
 replacement; which AER convention); Luong's progressive gains compare only the rows the paper
-compares; a fine-tuning stage's learning curve continues from its parent; the tables cite the
-papers, not a file. The results tree is test_report's (known numbers per variant and seed):
-every expected value below is worked out by hand from those numbers.
+compares; a paper table without a number of ours says so in one line; a fine-tuning stage's
+learning curve continues from its parent; the tables cite the papers, not a file. The results
+tree is test_report's (known numbers per variant and seed): every expected value below is worked
+out by hand from those numbers.
 """
 
 from __future__ import annotations
@@ -117,6 +118,43 @@ def test_gain_against_a_row_without_results_is_empty(tmp_path: Path) -> None:
     assert ens.note == ("ours: no gain, since the paper's gain is against the row above, 'unk', which has no "
                         "result of ours yet")
     assert _empty(_row(df, "unk").ours_bleu) and _empty(_row(df, "unk").note)
+
+
+# --- paper tables without a number of ours -------------------------------------------------------
+
+def test_a_paper_table_without_ours_is_one_line_and_a_header(report) -> None:
+    _, out, _ = report
+    csv = (out / "luong_table3.csv").read_text(encoding="utf-8")
+    assert csv == ("row,section,system,paper_test_ppl,ours_test_ppl,paper_bleu,ours_bleu,bleu_after_unk_replace,"
+                   "paper_delta,ours_delta,ours_delta_vs,ours_from,note,paper_source,experiment,ours_data\n")
+    line = ("No variant of experiment `unit` maps to a row of Luong et al. 2015, Table 3, so this table has no "
+            "number of ours and is left empty (set paper_row: {luong_table3: <row>} in a variant's config; rows: "
+            "wmt15-sota, mila-rerank, base-reverse, global-location, global-location-feed, global-dot-drop-feed, "
+            f"unk). Paper: {LUONG_REFERENCE}, Table 3.")
+    md = (out / "luong_table3.md").read_text(encoding="utf-8")
+    assert md == f"# Luong et al. 2015, Table 3: WMT'15 German-English results (progressive improvements)\n\n{line}\n"
+    page = (out / "luong_table3.html").read_text(encoding="utf-8")
+    assert "<table>" not in page and "Luong et al. 2015, Table 3, so this table has no number of ours" in page
+
+
+def test_a_table_whose_only_mapped_row_cannot_have_ours_says_why(tmp_path: Path) -> None:
+    """Luong Table 6 with only the ensemble mapped (the demo): AER is per model, so no number."""
+    spec = make_experiment(tmp_path / "results")
+    for name in spec.variants:
+        spec.variants[name]["paper_row"].pop("luong_table6", None)
+    out, _ = run_report(spec, tmp_path / "out")
+    assert pd.read_csv(out / "luong_table6.csv").empty
+    md = (out / "luong_table6.md").read_text(encoding="utf-8")
+    assert ("No row of Luong et al. 2015, Table 6 has a number of ours in experiment `unit`, so this table is left "
+            "empty: ens (ensemble, beam5) regenerates row 'ensemble' (ours: AER is scored per model (forced "
+            "decoding of one model); not for ensembles).") in md
+    assert len(md.strip().splitlines()) == 3  # title, blank line, the reason
+
+
+def test_tables_with_ours_are_written_in_full(report) -> None:
+    _, out, _ = report
+    for name, rows in (("luong_table1", 12), ("luong_table4", 10), ("luong_table6", 5), ("bahdanau_table1", 6)):
+        assert len(pd.read_csv(out / f"{name}.csv")) == rows, name
 
 
 # --- citations -----------------------------------------------------------------------------------

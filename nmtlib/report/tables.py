@@ -3,9 +3,11 @@
 Each table has the paper's shape: every row of the paper (from :mod:`nmtlib.report.paper`) is
 listed with the paper's numbers, and ``ours_*`` columns beside them are filled from the variant
 (or ensemble) that regenerates the row — the variant's ``paper_row`` config names it. A row that
-no variant of the experiment regenerates keeps an empty "ours". Our numbers are on the
-experiment's own data (said in every table), the paper's on the paper's; the papers are cited by
-authors, year, title and table.
+no variant of the experiment regenerates keeps an empty "ours". A table in which no row has a
+number of ours is written empty: a CSV with only its header, and a Markdown and HTML page of one
+line saying why (:func:`write_paper_tables`). Our numbers are on the experiment's own data (said
+in every table), the paper's on the paper's; the papers are cited by authors, year, title and
+table.
 
 Our numbers are means over the variant's seeds. Every metric column names its variant: test
 perplexity (``*_test_ppl``), BLEU before or after unknown-word replacement
@@ -73,14 +75,15 @@ def _md_cell(value: Any, column: str) -> str:
 
 
 def write_table(
-    df: pd.DataFrame, path_csv: Path, title: str, notes: str = "", header: str = "", md_drop: tuple[str, ...] = ()
+    df: pd.DataFrame, path_csv: Path, title: str, notes: str = "", header: str = "", md_drop: tuple[str, ...] = (),
+    empty: str = "(no rows)",
 ) -> None:
     """``path_csv`` with every column, and a Markdown and an HTML rendering beside it (``.md``,
     ``.html``: the one ``snakemake --report`` shows on screen).
 
     The renderings leave out ``md_drop`` columns (constant provenance columns said in ``header``),
-    print numbers with the papers' precision and missing numbers as an em dash, and end with
-    ``notes`` and the :data:`COLUMN_NOTES` of the columns shown.
+    print numbers with the papers' precision and missing numbers as an em dash, show ``empty``
+    when there is no row, and end with ``notes`` and the :data:`COLUMN_NOTES` of the columns shown.
     """
     with atomic_write(path_csv) as f:
         df.to_csv(f, index=False)
@@ -89,7 +92,7 @@ def write_table(
                                                              if c in COLUMN_NOTES))
     notes = "  \n".join(x for x in (notes, *column_notes) if x)
     if shown.empty:
-        body = "(no rows)"
+        body = empty
     else:
         cells = pd.DataFrame({c: [_md_cell(v, c) for v in shown[c]] for c in shown.columns})
         body = cells.to_markdown(index=False, disable_numparse=True)
@@ -100,7 +103,7 @@ def write_table(
         f.write(md)
     cells = pd.DataFrame({c: [_md_cell(v, c) for v in shown[c]] for c in shown.columns})
     with atomic_write(path_csv.with_suffix(".html")) as f:
-        f.write(html_page(title, header, cells, notes))
+        f.write(html_page(title, header, cells, notes, empty))
 
 
 _VERDICT_CLASS = {"holds": "holds", "does not hold": "fails", "not tested": "untested"}
@@ -111,12 +114,12 @@ td.holds{background:#d9f2d9!important}td.fails{background:#f8d7d7!important}td.u
 p{max-width:75em}"""
 
 
-def html_page(title: str, header: str, cells: pd.DataFrame, notes: str = "") -> str:
+def html_page(title: str, header: str, cells: pd.DataFrame, notes: str = "", empty: str = "(no rows)") -> str:
     """A standalone HTML page of a table of formatted cells (verdict cells coloured)."""
     def para(text: str) -> str:
         return "".join(f"<p>{html.escape(line.strip())}</p>" for line in text.split("  \n") if line.strip())
 
-    body = "<p>(no rows)</p>"
+    body = f"<p>{html.escape(empty)}</p>"
     if not cells.empty:
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cells.columns)
         rows = []
@@ -187,13 +190,40 @@ class _Builder:
             "(a variant names its rows with `paper_row`)."
         )
 
+    def why_empty(self, df: pd.DataFrame) -> str:
+        """One line on why no row of ``df`` has a number of ours."""
+        t = self.table
+        mapped = [f"{r['ours_from']} regenerates row {r['row']!r}" + (f" ({r['note']})" if r.get("note") else "")
+                  for _, r in df.iterrows() if r.get("ours_from")]
+        if not mapped:
+            return (f"No variant of experiment `{self.spec.experiment}` maps to a row of {t.citation}, so this "
+                    f"table has no number of ours and is left empty (set paper_row: {{{t.name}: <row>}} in a "
+                    f"variant's config; rows: {', '.join(r.key for r in t.rows)}). Paper: {t.reference}.")
+        return (f"No row of {t.citation} has a number of ours in experiment `{self.spec.experiment}`, so this "
+                f"table is left empty: {'; '.join(mapped)}. Paper: {t.reference}.")
+
     def write(self, df: pd.DataFrame, folder: Path) -> pd.DataFrame:
         t = self.table
+        title = f"{t.citation}: {t.title}"
+        if not has_ours(df):
+            write_table(df.iloc[0:0], folder / f"{t.name}.csv", title, empty=self.why_empty(df))
+            return df
         # the header says the experiment, the data and the paper; a row's own source stays visible
         same_source = "paper_source" in df and (df["paper_source"] == t.citation).all()
-        write_table(df, folder / f"{t.name}.csv", f"{t.citation}: {t.title}", t.notes, self.header(),
+        write_table(df, folder / f"{t.name}.csv", title, t.notes, self.header(),
                     md_drop=("experiment", "ours_data", *(("paper_source",) if same_source else ())))
         return df
+
+
+#: ``ours_*`` columns that hold text, not numbers of ours
+_OURS_TEXT = ("ours_from", "ours_data", "ours_device", "ours_delta_vs")
+
+
+def has_ours(df: pd.DataFrame) -> bool:
+    """Whether any row of a paper table has a number of ours (an ``ours_*`` column other than
+    :data:`_OURS_TEXT` with a value)."""
+    columns = [c for c in df.columns if c.startswith("ours_") and c not in _OURS_TEXT]
+    return bool(columns) and bool(df[columns].notna().to_numpy().any())
 
 
 def _delta(a: float | None, b: float | None) -> float | None:
@@ -392,7 +422,9 @@ def shu_table3(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
 
 
 def write_paper_tables(spec: ExperimentSpec, folder: Path) -> dict[str, pd.DataFrame]:
-    """Every paper table of :data:`nmtlib.report.paper.TABLES` under ``folder`` (CSV + Markdown)."""
+    """Every paper table of :data:`nmtlib.report.paper.TABLES` under ``folder`` (CSV, Markdown,
+    HTML), and the tables built. A table in which no row has a number of ours (:func:`has_ours`)
+    is written empty, saying why in one line: the workflow declares every table as an output."""
     ours = Ours(spec)
     built = {
         "luong_table1": progressive_table(spec, ours, TABLES["luong_table1"]),
