@@ -44,6 +44,7 @@ from nmtlib.decode.steps import EagerSteps, Ensemble, PendingStep, StepSource
 from nmtlib.metrics.window import sentence_window
 
 T = TypeVar("T")
+NEG = float("-inf")
 
 #: a search as a generator: yields after launching each step's device work, returns its result
 Search = Generator[None, None, T]
@@ -186,7 +187,6 @@ def beam_search_steps(
     if graphs is not None and graphs.ensemble is not ensemble:
         raise ValueError("beam_search: `graphs` were made for another ensemble")
     steps = graphs.search(batch, lane) if graphs is not None else EagerSteps(ensemble, batch)
-    NEG = float("-inf")
     active = list(range(B))  # sentences still decoded, in row order
     width = 1  # rows per active sentence: 1 at step 0, then K
     scores_l = [[0.0] for _ in range(B)]  # per active sentence, per row
@@ -204,55 +204,17 @@ def beam_search_steps(
         V = steps.vocab_size
         n_top = min(2 * K, width * V)
         weights.append(w)
-        if w is not None:
-            for i, b in enumerate(active):
-                st = sent[b]
-                counts = host[i][2 * n_top + width:]
-                alive = [k for k in range(width) if scores_l[i][k] != NEG]
-                computed = sum(counts[k] for k in alive)
-                st.scores_computed += int(computed)
-                st.hypothesis_steps += len(alive)
-                st.window_per_step.append(computed / max(1, len(alive)))
         rows_all: list[int] = []
         toks_all: list[int] = []
         kept: list[int] = []  # positions in `active` of the sentences that go on
         new_scores_l: list[list[float]] = []
         for i, b in enumerate(active):
             st = sent[b]
+            if w is not None:
+                _count_evaluations(st, host[i][2 * n_top + width:], scores_l[i])
             base = i * width
-            rows: list[int] = []
-            toks: list[int] = []
-            scs: list[float] = []
-            if t + 1 >= limits[b]:
-                # length limit: every live hypothesis ends here with <eos>
-                eos_lp = host[i][2 * n_top:2 * n_top + width]
-                for k in range(width):
-                    if scores_l[i][k] != NEG:
-                        raw = scores_l[i][k] + eos_lp[k]
-                        st.finished.append(_Finished(raw / (t + 1) if length_norm else raw, raw, t, base + k))
-                st.done = True
-            else:
-                cand_scores, cand_idx = host[i][:n_top], host[i][n_top:2 * n_top]
-                for rank in range(n_top):
-                    sc = cand_scores[rank]
-                    if sc == NEG or len(rows) == K:
-                        break
-                    idx = int(cand_idx[rank])
-                    tok, row = idx % V, idx // V + base
-                    if tok == EOS_ID:
-                        if rank < K:
-                            st.finished.append(_Finished(sc / (t + 1) if length_norm else sc, sc, t, row))
-                        continue
-                    rows.append(row)
-                    toks.append(tok)
-                    scs.append(sc)
-                if not scs:
-                    st.done = True
-                elif len(st.finished) >= K:
-                    best_done = max(f.score for f in st.finished)
-                    # without length normalisation alive scores only fall: nothing can overtake
-                    if length_norm or best_done >= max(scs):
-                        st.done = True
+            rows, toks, scs = _sentence_step(st, host[i], scores_l[i], t, t + 1 >= limits[b], base, n_top, V, K,
+                                             length_norm)
             if st.done:
                 continue
             pad = K - len(rows)
@@ -274,6 +236,59 @@ def beam_search_steps(
 
     host_weights = [None if w is None else w.float().cpu().numpy() for w in weights]
     return [_backtrack(sent[b], backptrs, chosen, host_weights) for b in range(B)]
+
+
+def _count_evaluations(st: _SentenceState, counts: list[float], scores: list[float]) -> None:
+    """Add a step's score evaluations of a sentence's live rows (Shu & Nakayama's window)."""
+    alive = [k for k in range(len(scores)) if scores[k] != NEG]
+    computed = sum(counts[k] for k in alive)
+    st.scores_computed += int(computed)
+    st.hypothesis_steps += len(alive)
+    st.window_per_step.append(computed / max(1, len(alive)))
+
+
+def _sentence_step(
+    st: _SentenceState, host: list[float], scores: list[float], t: int, at_limit: bool, base: int, n_top: int,
+    V: int, K: int, length_norm: bool,
+) -> tuple[list[int], list[int], list[float]]:
+    """One sentence's decisions at step ``t`` from its host row of :func:`~nmtlib.decode.steps.candidates`:
+    the hypotheses it finishes (into ``st.finished``), whether it is done, and the rows, tokens
+    and scores of the (at most K) hypotheses it goes on with. ``base``: its first row in the step."""
+    width = len(scores)
+    rows: list[int] = []
+    toks: list[int] = []
+    scs: list[float] = []
+    if at_limit:
+        # length limit: every live hypothesis ends here with <eos>
+        eos_lp = host[2 * n_top:2 * n_top + width]
+        for k in range(width):
+            if scores[k] != NEG:
+                raw = scores[k] + eos_lp[k]
+                st.finished.append(_Finished(raw / (t + 1) if length_norm else raw, raw, t, base + k))
+        st.done = True
+        return rows, toks, scs
+    cand_scores, cand_idx = host[:n_top], host[n_top:2 * n_top]
+    for rank in range(n_top):
+        sc = cand_scores[rank]
+        if sc == NEG or len(rows) == K:
+            break
+        idx = int(cand_idx[rank])
+        tok, row = idx % V, idx // V + base
+        if tok == EOS_ID:
+            if rank < K:
+                st.finished.append(_Finished(sc / (t + 1) if length_norm else sc, sc, t, row))
+            continue
+        rows.append(row)
+        toks.append(tok)
+        scs.append(sc)
+    if not scs:
+        st.done = True
+    elif len(st.finished) >= K:
+        best_done = max(f.score for f in st.finished)
+        # without length normalisation alive scores only fall: nothing can overtake
+        if length_norm or best_done >= max(scs):
+            st.done = True
+    return rows, toks, scs
 
 
 def _backtrack(st: _SentenceState, backptrs: list[list[int]], chosen: list[list[int]], weights) -> Hypothesis:
