@@ -12,6 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--spec", required=True, help="experiment spec as JSON (the workflow passes it)")
     p.add_argument("--tables", type=Path, required=True, help="output folder of tables")
     p.add_argument("--figures", type=Path, required=True, help="output folder of figures")
+    p.add_argument("--landing", type=Path, help="also write the HTML report's landing page here (the summary and "
+                   "the findings, as an HTML fragment that workflow/report/workflow.rst embeds)")
     p.set_defaults(func=run)
 
 
@@ -28,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.report import collect, figures
     from nmtlib.report.findings import findings_table, write_findings
     from nmtlib.report.paper import PaperRowError
-    from nmtlib.report.tables import write_paper_tables, write_table
+    from nmtlib.report.tables import write_paper_tables, write_summary
 
     try:
         spec = collect.ExperimentSpec.from_json(args.spec)
@@ -40,19 +42,7 @@ def run(args: argparse.Namespace) -> int:
         findings = findings_table(spec)
     except PaperRowError as err:
         raise NmtlibError(str(err)) from None
-    data = collect.data_description(spec)
-    write_table(
-        summary, args.tables / "summary.csv", f"Summary of experiment {spec.experiment}",
-        "One row per variant and per ensemble (config order); numbers are means over the variant's seeds "
-        "(`runs`: score files averaged), decoded at τ = ∞. ppl: test perplexity; bleu: tokenized BLEU "
-        "(multi-bleu.perl) before unknown-word replacement, bleu_unk after, bleu_sd its standard deviation "
-        "over seeds, bleu_no_unk on sentences without out-of-vocabulary words; sacrebleu: sacreBLEU "
-        f"({_signatures(spec)}); ribes / ribes_unk: RIBES.py 1.02.4 before / after unknown-word replacement; aer: alignment error rate of forced decoding; "
-        "avg_window: source positions scored per step and hypothesis, the mean over sentences (Shu & Nakayama; an ensemble's is summed over its members); time_ms: decode time per sentence; "
-        "paper_rows: the paper table rows the variant regenerates.",
-        header=f"Experiment `{spec.experiment}` ({spec.results}), {data}, seeds {spec.seeds}.",
-    )
-
+    write_summary(summary, spec, args.tables / "summary.csv")
     write_findings(findings, spec, args.tables / "findings.csv")
 
     figures.learning_curves(collect.learning_curves(spec), args.figures / "learning_curves.png")
@@ -71,15 +61,10 @@ def run(args: argparse.Namespace) -> int:
     figures.window_tradeoff(collect.window_points(spec), collect.mean_source_length(spec),
                             args.figures / "window_tradeoff.png")
     figures.vision_span(collect.vision_spans(spec), args.figures / "vision_span.png")
+    if args.landing is not None:
+        from nmtlib.report.page import write_landing
+
+        write_landing(args.tables, args.landing)
     print(json.dumps({"tables": [str(args.tables / f"{t}.csv") for t in TABLES],
                       "figures": [str(args.figures / f"{f}.png") for f in FIGURES], "variants": len(summary)}))
     return 0
-
-
-def _signatures(spec) -> str:
-    from nmtlib.report.collect import translation_rows
-
-    tr = translation_rows(spec)
-    if tr.empty:
-        return "no translation scored"
-    return "; ".join(sorted(set(tr["sacrebleu_signature"].astype(str))))

@@ -1,8 +1,11 @@
-# Tables (CSV + Markdown) and figures (PNG) of the experiment, each with a caption for
+# Tables (CSV + Markdown + HTML) and figures (PNG) of the experiment, each with a caption for
 # `snakemake --report`. Each name below has a caption in workflow/report/<name>.rst. The lists
 # come from `nmtlib report` itself, so the rule's outputs are exactly what the command writes.
+import hashlib
+
 from nmtlib.commands.report import FIGURES as REPORT_FIGURES
 from nmtlib.commands.report import TABLES as REPORT_TABLES
+from nmtlib.report.page import ENTRIES as REPORT_ENTRIES
 
 
 def translation_details():
@@ -13,6 +16,22 @@ def translation_details():
         for run in runs(name)
         for s in decode_settings(name)
     ]
+
+
+def report_entry(path, name):
+    """``path`` registered in the HTML report: under its category, labelled (paper, table or
+    figure, what it shows) instead of by its path, with its caption."""
+    entry = REPORT_ENTRIES[name]
+    return report(path, caption=f"../report/{name}.rst", category=entry["category"], labels=entry["labels"])
+
+
+# The spec is long JSON (every variant's resolved settings). It reaches `nmtlib report` on the
+# command line through the global REPORT_SPEC, not as a `params:` entry: the HTML report prints a
+# result's job parameters in its info panel, and the rule's code there shows `{REPORT_SPEC:q}`,
+# not the JSON. What a rerun needs is in params: the spec's sha256, so a changed spec (a variant's
+# paper_row or description, the `report:` settings) still reruns the rule, as Snakemake reruns a
+# job whose params changed.
+REPORT_SPEC = report_spec()
 
 
 rule make_report:
@@ -29,22 +48,17 @@ rule make_report:
         *[f"{R}/tables/{t}.csv" for t in REPORT_TABLES],
         *[f"{R}/tables/{t}.md" for t in REPORT_TABLES],
         # the HTML rendering is what the report shows on screen (a CSV would only be a download)
-        *[
-            report(f"{R}/tables/{t}.html", caption=f"../report/{t}.rst", category="Tables")
-            for t in REPORT_TABLES
-        ],
-        *[
-            report(f"{R}/figures/{f}.png", caption=f"../report/{f}.rst", category="Figures")
-            for f in REPORT_FIGURES
-        ],
+        *[report_entry(f"{R}/tables/{t}.html", t) for t in REPORT_TABLES],
+        *[report_entry(f"{R}/figures/{f}.png", f) for f in REPORT_FIGURES],
+        # the report's landing page embeds it (workflow/report/workflow.rst)
+        landing=f"{R}/report/landing.html",
     params:
-        spec=report_spec(),
-        tables=f"{R}/tables",
-        figures=f"{R}/figures",
+        spec_sha256=hashlib.sha256(REPORT_SPEC.encode()).hexdigest()[:16],
     log:
         f"{LOGS}/make_report.log",
     resources:
         mem_mb=4000,
         runtime=30,
     shell:
-        "{NMTLIB} report --spec {params.spec:q} --tables {params.tables:q} --figures {params.figures:q} > {log:q} 2>&1"
+        "{NMTLIB} report --spec {REPORT_SPEC:q} --tables {R}/tables --figures {R}/figures"
+        " --landing {output.landing:q} > {log:q} 2>&1"
