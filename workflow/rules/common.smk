@@ -10,10 +10,13 @@ from snakemake.exceptions import WorkflowError
 from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, run_settings, setting_name
 from nmtlib.workflow_config import validate_config
 
+# A config error is one line on stderr and exit status 1: a WorkflowError raised here would be
+# printed with this file's name and line twice, which says nothing about the config.
 try:
     VARIANTS = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 except ConfigError as err:
-    raise WorkflowError(f"invalid configuration: {err}") from None
+    print(f"invalid configuration: {err}", file=sys.stderr)
+    sys.exit(1)
 
 # The interpreter running Snakemake has nmtlib installed: call it by path so that rules work
 # without an activated virtualenv, on cluster nodes too.
