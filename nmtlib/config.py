@@ -372,6 +372,7 @@ def option_help(cls: type, key: str) -> str:
 
 
 def _build(cls: type, values: dict[str, Any], where: str) -> Any:
+    _unknown_options(cls, values, where)
     return cls(**{key: check_option(cls, key, value, f"{where}.{key}") for key, value in values.items()})
 
 
@@ -483,3 +484,28 @@ def _check_model(m: ModelConfig, given: dict[str, Any], where: str) -> None:
         fail("bridge", "'final' copies the encoder's final states; encoder_rnn and decoder_rnn must match")
     if not 0 <= m.dropout < 1:
         fail("dropout", f"must be in [0, 1), got {m.dropout}")
+
+
+def closest(key: Any, allowed: Any) -> str | None:
+    """The name in ``allowed`` that ``key`` is most probably a misspelling of
+    (:func:`difflib.get_close_matches`), or ``None`` when none is close."""
+    import difflib
+
+    matches = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1)
+    return matches[0] if matches else None
+
+
+def did_you_mean(key: Any, allowed: Any) -> str:
+    """`` (did you mean 'tokenizer'?)`` for a misspelt ``key``, or ``""`` when nothing is close."""
+    match = closest(key, allowed)
+    return f" (did you mean {match!r}?)" if match else ""
+
+
+def _unknown_options(cls: type, values: dict[str, Any], where: str) -> None:
+    """Fail on the first key of ``values`` that is not an option of ``cls``, suggesting the
+    option it is probably a misspelling of."""
+    known = _fields(cls)
+    for key in values:
+        if key not in known:
+            raise ConfigError(f"{where}: unknown option {key!r}{did_you_mean(key, known)}; "
+                              f"valid options: {sorted(known)}")

@@ -8,14 +8,15 @@ names the key (as a dotted path) and, where there is a closed set, the allowed v
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-from nmtlib.config import (ConfigError, is_number, DecodeConfig, ModelConfig, TrainConfig, VariantConfig, options_schema,
-                           resolve_variant)
+from nmtlib.config import (ConfigError, is_number, DecodeConfig, ModelConfig, TrainConfig, VariantConfig, closest,
+                           options_schema, resolve_variant)
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -27,9 +28,10 @@ def _message(error: jsonschema.ValidationError) -> str:
     where = _path(error)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = sorted(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(allowed))
+        extra = sorted(set(error.instance) - set(allowed), key=str)
         if allowed:
-            return f"{where}: unknown key(s) {extra}; allowed keys: {allowed}"
+            unknown = ", ".join(f"{key!r}{_hint(key, allowed)}" for key in extra)
+            return f"{where}: unknown key{'s' if len(extra) > 1 else ''} {unknown}; allowed keys: {allowed}"
     if error.validator == "enum":
         return f"{where}: {error.instance!r} is not one of {error.validator_value}"
     if error.validator == "type" and isinstance(error.instance, str) and is_number(error.instance):
@@ -38,6 +40,29 @@ def _message(error: jsonschema.ValidationError) -> str:
     if error.validator == "required":
         return f"{where}: {error.message}"
     return f"{where}: {error.message}"
+
+
+#: the sections of the options, for a key written one level off (``lr`` in a variant, ``beam``
+#: at the top level): the message says where it belongs
+_SECTIONS = {"train:": TrainConfig, "decode:": DecodeConfig, "a variant": ModelConfig}
+
+
+def _hint(key: Any, allowed: list[str]) -> str:
+    """Why ``key`` is unknown where it is: an option of another section (`` (an option of train:;
+    put it there)``), or a misspelling of an allowed key (`` (did you mean 'tokenizer'?)``) or of
+    another section's option (`` (did you mean 'hidden_size', an option of a variant?)``)."""
+    homes: dict[str, list[str]] = {}
+    for section, cls in _SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            homes.setdefault(f.name, []).append(section)
+    if key in homes:
+        return f" (an option of {' or '.join(homes[key])}; put it there)"
+    match = closest(key, [*allowed, *homes])
+    if match is None:
+        return ""
+    if match in allowed:
+        return f" (did you mean {match!r}?)"
+    return f" (did you mean {match!r}, an option of {' or '.join(homes[match])}?)"
 
 
 def _with_defaults(validator_class):

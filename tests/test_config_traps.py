@@ -1,5 +1,5 @@
 """Config traps a new user fell into (issue #29, item 4), each checked with a real ``snakemake
--n`` on the real Snakefile or a real ``resolve_variant`` call: an error is one line.
+-n`` on the real Snakefile or a real ``resolve_variant`` call: an unknown key gets a suggestion, and an error is one line.
 """
 
 from __future__ import annotations
@@ -7,6 +7,10 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from nmtlib.config import ConfigError, resolve_variant
 
 from conftest import ROOT
 
@@ -36,6 +40,46 @@ def tiny_with(tmp_path: Path, old: str, new: str, name: str = "bad.yaml") -> Pat
     path = tmp_path / name
     path.write_text(text.replace(old, new, 1))
     return path
+
+
+# -- 4. unknown keys: did you mean --------------------------------------------------------------
+
+TOP_KEYS = "['cache_dir', 'data', 'decode', 'ensembles', 'experiment', 'only_variants', 'report', 'seeds', 'threads', " \
+           "'train', 'variants']"
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("threads: 1", "threds: 1",
+     f"(top level): unknown key 'threds' (did you mean 'threads'?); allowed keys: {TOP_KEYS}"),
+    ("seeds: [1]", "seeds: [1]\nbeam: 4",
+     f"(top level): unknown key 'beam' (an option of decode:; put it there); allowed keys: {TOP_KEYS}"),
+    ("  tokenizer:", "  tokeniser:", "data: unknown key 'tokeniser' (did you mean 'tokenizer'?); allowed keys: "),
+    ("lr: 0.003,", "lr: 0.003, epoch: 2,", "train: unknown key 'epoch' (did you mean 'epochs'?); allowed keys: "),
+    ("decode: {beam: 3,", "decode: {beem: 3,", "decode: unknown key 'beem' (did you mean 'beam'?); allowed keys: "),
+    ("  base: {embedding_size: 16,", "  base: {embeding_size: 16, lr: 0.1,",
+     "variants.base: unknown keys 'embeding_size' (did you mean 'embedding_size'?), 'lr' (an option of train:; put "
+     "it there); allowed keys: "),
+    ("  base: {", "  base: {train: {hiden_size: 8}, ",
+     "variants.base.train: unknown key 'hiden_size' (did you mean 'hidden_size', an option of a variant?); "
+     "allowed keys: "),
+])
+def test_an_unknown_key_gets_a_suggestion_at_every_level(tmp_path, old, new, expected):
+    line = fails_with(tmp_path, "--configfile", str(tiny_with(tmp_path, old, new)))
+    assert line.startswith("invalid configuration: " + expected), line
+    assert line.endswith("]"), line
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ({"hiden_size": 8}, "variants.v: unknown option 'hiden_size' (did you mean 'hidden_size'?); valid options: "),
+    ({"train": {"optimiser": "adam"}},
+     "variants.v.train: unknown option 'optimiser' (did you mean 'optimizer'?); valid options: "),
+    ({"decode": {"beams": 4}}, "variants.v.decode: unknown option 'beams' (did you mean 'beam'?); valid options: "),
+    ({"decode": {"zzz": 4}}, "variants.v.decode: unknown option 'zzz'; valid options: ['batch_size', "),
+])
+def test_resolve_variant_suggests_too(raw, expected):
+    with pytest.raises(ConfigError) as err:
+        resolve_variant("v", raw)
+    assert str(err.value).startswith(expected), str(err.value)
 
 
 # -- 5. one line, no location noise -------------------------------------------------------------
