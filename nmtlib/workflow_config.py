@@ -79,6 +79,59 @@ def _with_defaults(validator_class):
     return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a key given twice in one mapping. PyYAML (and Snakemake, which
+    loads ``--configfile`` itself) keeps the second value silently: a second variant of the same
+    name would replace the first without a word. Keys merged in with ``<<: *anchor`` may be
+    overridden, as YAML intends."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._check_unique(node, [], set())
+        return super().construct_document(node)
+
+    def _check_unique(self, node: yaml.Node, path: list[str], seen: set[int]) -> None:
+        if id(node) in seen:  # an alias of a node checked already
+            return
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._check_unique(item, [*path, str(i)], seen)
+        elif isinstance(node, yaml.MappingNode):
+            lines: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    self._check_unique(value_node, path, seen)
+                    continue
+                key = self.construct_object(key_node, deep=True) if isinstance(key_node, yaml.ScalarNode) else None
+                line = key_node.start_mark.line + 1
+                if key is not None and key in lines:
+                    where = ".".join([*path, str(key)])
+                    lines_text = f"on line {line}" if lines[key] == line else f"on lines {lines[key]} and {line}"
+                    raise ConfigError(f"{key_node.start_mark.name}: {where} is given twice, {lines_text} (YAML would "
+                                      f"keep only the second, silently); remove or rename one of them")
+                if key is not None:
+                    lines[key] = line
+                self._check_unique(value_node, [*path, str(key)], seen)
+
+
+def check_config_files(paths: Any) -> None:
+    """Read each config file the workflow was given (``--configfile``, the default config) with
+    :class:`UniqueKeyLoader`. Snakemake has loaded them already, without this check; a file it
+    read that YAML cannot (a JSON oddity) is left to it.
+
+    :raises ConfigError: ``<file>: variants.base is given twice, on lines 12 and 30 …``
+    """
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            continue
+        with path.open(encoding="utf-8") as stream:
+            try:
+                yaml.load(stream, Loader=UniqueKeyLoader)
+            except yaml.YAMLError:
+                continue
+
+
 def load_schema(schema_path: str | Path) -> dict[str, Any]:
     """The workflow's schema with the model, ``train`` and ``decode`` options filled in from
     their one definition in :mod:`nmtlib.config`."""

@@ -1,5 +1,5 @@
 """Config traps a new user fell into (issue #29, item 4), each checked with a real ``snakemake
--n`` on the real Snakefile or a real ``resolve_variant`` call: an unknown key gets a suggestion, and an error is one line.
+-n`` on the real Snakefile or a real ``resolve_variant`` call: a key given twice is an error, an unknown key gets a suggestion, and an error is one line.
 """
 
 from __future__ import annotations
@@ -9,13 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from nmtlib.config import ConfigError, resolve_variant
+from nmtlib.workflow_config import UniqueKeyLoader, check_config_files
 
 from conftest import ROOT
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
+DEMO = ROOT / "config" / "config.yaml"
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
@@ -40,6 +43,47 @@ def tiny_with(tmp_path: Path, old: str, new: str, name: str = "bad.yaml") -> Pat
     path = tmp_path / name
     path.write_text(text.replace(old, new, 1))
     return path
+
+
+# -- 2. a key given twice ---------------------------------------------------------------------
+
+def test_a_variant_given_twice_is_an_error_naming_the_key_and_both_lines(tmp_path):
+    bad = tiny_with(tmp_path, "ensembles:", "  base: {embedding_size: 32, hidden_size: 32, layers: 1}\nensembles:")
+    assert fails_with(tmp_path, "--configfile", str(bad)) == (
+        f"invalid configuration: {bad}: variants.base is given twice, on lines 15 and 17 (YAML would keep only the "
+        f"second, silently); remove or rename one of them")
+
+
+def test_a_key_given_twice_in_a_second_configfile_is_an_error(tmp_path):
+    override = tmp_path / "override.yaml"
+    override.write_text("train:\n  max_steps: 3\n  lr: 0.1\n  max_steps: 4\n")
+    assert fails_with(tmp_path, "--configfile", str(TINY), str(override)) == (
+        f"invalid configuration: {override}: train.max_steps is given twice, on lines 2 and 4 (YAML would keep only "
+        f"the second, silently); remove or rename one of them")
+
+
+def test_a_key_given_twice_in_the_default_config_is_an_error(tmp_path):
+    """No --configfile: the Snakefile's ``configfile:`` (config/config.yaml, read from the working
+    directory) is checked too."""
+    (tmp_path / "config").mkdir()
+    default = DEMO.read_text().replace("  beam: 5\n", "  beam: 5\n  beam: 4\n", 1)
+    (tmp_path / "config" / "config.yaml").write_text(default)
+    line = default.splitlines().index("  beam: 4") + 1
+    assert fails_with(tmp_path) == (
+        f"invalid configuration: config/config.yaml: decode.beam is given twice, on lines {line - 1} and {line} "
+        f"(YAML would keep only the second, silently); remove or rename one of them")
+
+
+def test_the_loader_checks_every_mapping_and_allows_merge_overrides():
+    with pytest.raises(ConfigError, match=r"^<unicode string>: report\.heatmap_sentences\.0\.a is given twice, "
+                                          r"on line 3 "):
+        yaml.load("report:\n  heatmap_sentences:\n    - {a: 1, a: 2}\n", Loader=UniqueKeyLoader)
+    merged = yaml.load("base: &b {x: 1, y: 2}\nv: {<<: *b, x: 3}\n", Loader=UniqueKeyLoader)
+    assert merged["v"] == {"x": 3, "y": 2}
+
+
+def test_every_shipped_config_file_has_unique_keys():
+    check_config_files(sorted((ROOT / "config").rglob("*.yaml")))
 
 
 # -- 4. unknown keys: did you mean --------------------------------------------------------------

@@ -8,11 +8,12 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, run_settings, setting_name
-from nmtlib.workflow_config import validate_config
+from nmtlib.workflow_config import check_config_files, validate_config
 
 # A config error is one line on stderr and exit status 1: a WorkflowError raised here would be
 # printed with this file's name and line twice, which says nothing about the config.
 try:
+    check_config_files(workflow.configfiles)  # keys given twice (Snakemake keeps the second silently)
     VARIANTS = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 except ConfigError as err:
     print(f"invalid configuration: {err}", file=sys.stderr)
