@@ -509,3 +509,14 @@ def _unknown_options(cls: type, values: dict[str, Any], where: str) -> None:
         if key not in known:
             raise ConfigError(f"{where}: unknown option {key!r}{did_you_mean(key, known)}; "
                               f"valid options: {sorted(known)}")
+
+
+def yaml_float(text: str) -> str | None:
+    """How to write the number ``text`` so that YAML 1.1 (PyYAML, Snakemake) reads a number: a
+    dot in the mantissa and a sign in the exponent (``1e-4`` → ``1.0e-4``, ``5E3`` → ``5.0e+3``);
+    ``None`` when ``text`` is not in exponent form."""
+    m = re.fullmatch(r"([-+]?)(\d*)(?:\.(\d*))?[eE]([-+]?)(\d+)", text.strip())
+    if m is None or not (m.group(2) or m.group(3)):
+        return None
+    sign, whole, frac, exp_sign, exp = m.groups()
+    return f"{sign}{whole or '0'}.{frac or '0'}e{exp_sign or '+'}{exp}"

@@ -16,7 +16,7 @@ import jsonschema
 import yaml
 
 from nmtlib.config import (ConfigError, is_number, DecodeConfig, ModelConfig, TrainConfig, VariantConfig, closest,
-                           options_schema, resolve_variant)
+                           options_schema, resolve_variant, yaml_float)
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -35,8 +35,10 @@ def _message(error: jsonschema.ValidationError) -> str:
     if error.validator == "enum":
         return f"{where}: {error.instance!r} is not one of {error.validator_value}"
     if error.validator == "type" and isinstance(error.instance, str) and is_number(error.instance):
-        return (f"{where}: {error.message}; YAML reads {error.instance} as a string: write it with a dot and a "
-                f"signed exponent, e.g. 1.0e-4")
+        spelling = yaml_float(error.instance)
+        fix = f"write {spelling}" if spelling else "write it with a dot and a signed exponent, e.g. 1.0e-4"
+        return (f"{where}: {error.message}; YAML 1.1 reads {error.instance} as a string (a number needs a dot and a "
+                f"signed exponent): {fix}")
     if error.validator == "required":
         return f"{where}: {error.message}"
     return f"{where}: {error.message}"

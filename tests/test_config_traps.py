@@ -1,5 +1,5 @@
 """Config traps a new user fell into (issue #29, item 4), each checked with a real ``snakemake
--n`` on the real Snakefile or a real ``resolve_variant`` call: a key given twice is an error, an unknown key gets a suggestion, and an error is one line.
+-n`` on the real Snakefile or a real ``resolve_variant`` call: a key given twice is an error, a YAML 1.1 ``1e-4`` is explained, an unknown key gets a suggestion, and an error is one line.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from nmtlib.config import ConfigError, resolve_variant
-from nmtlib.workflow_config import UniqueKeyLoader, check_config_files
+from nmtlib.workflow_config import UniqueKeyLoader, check_config_files, validate_config
 
 from conftest import ROOT
 
@@ -84,6 +84,27 @@ def test_the_loader_checks_every_mapping_and_allows_merge_overrides():
 
 def test_every_shipped_config_file_has_unique_keys():
     check_config_files(sorted((ROOT / "config").rglob("*.yaml")))
+
+
+# -- 3. 1e-4 ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("lr: 0.003,", "lr: 1e-4,",
+     "invalid configuration: train.lr: '1e-4' is not of type 'number'; YAML 1.1 reads 1e-4 as a string (a number "
+     "needs a dot and a signed exponent): write 1.0e-4"),
+    ("  base: {", "  base: {dropout: 2E-1, ",
+     "invalid configuration: variants.base.dropout: '2E-1' is not of type 'number'; YAML 1.1 reads 2E-1 as a string "
+     "(a number needs a dot and a signed exponent): write 2.0e-1"),
+])
+def test_an_exponent_yaml_reads_as_a_string_is_explained(tmp_path, old, new, expected):
+    assert fails_with(tmp_path, "--configfile", str(tiny_with(tmp_path, old, new))) == expected
+
+
+def test_the_suggested_spelling_is_accepted(tmp_path):
+    good = tiny_with(tmp_path, "lr: 0.003,", "lr: 1.0e-4,", "good.yaml")
+    config = yaml.safe_load(good.read_text())
+    assert validate_config(config, SCHEMA)["base"].train.lr == 1e-4
+    assert snakemake(tmp_path, "--configfile", str(good)).returncode == 0
 
 
 # -- 4. unknown keys: did you mean --------------------------------------------------------------
