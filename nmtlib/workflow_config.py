@@ -1,14 +1,18 @@
 """Checking a workflow configuration before any job starts.
 
-Two passes: the JSON schema (types, names, unknown keys; defaults filled in), then what a schema
+The files first (:func:`check_config_files`: a key given twice in one mapping, which YAML would
+resolve silently), then two passes over the merged config: the JSON schema (types, names,
+unknown keys with the key they probably misspell; defaults filled in), then what a schema
 cannot say — every variant resolves (:func:`nmtlib.config.resolve_variant`), ensembles and
 fine-tuning stages name existing variants, a downloaded corpus names its splits. Every error
 names the key (as a dotted path) and, where there is a closed set, the allowed values.
+:func:`size_warnings` reports a variant far larger than the experiment's others.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,7 @@ import jsonschema
 import yaml
 
 from nmtlib.config import (ConfigError, is_number, DecodeConfig, ModelConfig, TrainConfig, VariantConfig, closest,
-                           options_schema, resolve_variant, yaml_float)
+                           estimate_parameters, options_schema, resolve_variant, yaml_float)
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -208,3 +212,45 @@ def _only(config: dict[str, Any], resolved: dict[str, VariantConfig]) -> dict[st
     config["variants"] = {n: v for n, v in config["variants"].items() if n in only}
     config["ensembles"] = {e: m for e, m in (config.get("ensembles") or {}).items() if set(m) <= set(only)}
     return {n: v for n, v in resolved.items() if n in only}
+
+
+#: a variant more than this many times the median size of the experiment's other variants is
+#: reported (:func:`size_warnings`)
+SIZE_FACTOR = 10
+_SIZE_KEYS = ("embedding_size", "hidden_size", "layers")
+
+
+def size_warnings(config: dict[str, Any], variants: dict[str, VariantConfig]) -> list[str]:
+    """One line for each variant whose estimated parameter count
+    (:func:`nmtlib.config.estimate_parameters`, with the experiment's vocabulary sizes) is more
+    than :data:`SIZE_FACTOR` times the median of the experiment's other variants: a variant that
+    takes its sizes from a paper's preset (``arch: luong`` is 4 layers × 1000 units) in a
+    small experiment trains for hours where the others take minutes. Fine-tuning stages have
+    their parent's model and are not counted."""
+    vocab = config["data"].get("vocab_size") or {}
+    src, tgt = vocab.get("src", 50000), vocab.get("tgt", 50000)
+    sizes = {name: estimate_parameters(v.model, src, tgt) for name, v in variants.items() if v.finetune_from is None}
+    warnings = []
+    for name, size in sizes.items():
+        others = [s for n, s in sizes.items() if n != name]
+        if not others or size <= SIZE_FACTOR * statistics.median(others):
+            continue
+        m = variants[name].model
+        raw = config["variants"].get(name) or {}
+        inherited = [k for k in _SIZE_KEYS if k not in raw]
+        one = len(inherited) == 1
+        preset = (f"; its {_and(inherited)} come{'s' if one else ''} from the preset arch: {m.arch} (a paper's "
+                  f"sizes): give {'it' if one else 'them'} to size it like the others") if inherited else ""
+        warnings.append(f"warning: variant {name!r} has about {_millions(size)} parameters ({m.layers} layer"
+                        f"{'s' if m.layers > 1 else ''} × {m.hidden_size} units, {m.embedding_size}-d embeddings), "
+                        f"more than {SIZE_FACTOR}× the median ({_millions(statistics.median(others))}) of the other "
+                        f"variants of experiment {config['experiment']!r}{preset}")
+    return warnings
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _millions(n: float) -> str:
+    return f"{n / 1e6:.2g}M"

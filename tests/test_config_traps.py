@@ -1,9 +1,11 @@
 """Config traps a new user fell into (issue #29, item 4), each checked with a real ``snakemake
--n`` on the real Snakefile or a real ``resolve_variant`` call: a key given twice is an error, a YAML 1.1 ``1e-4`` is explained, an unknown key gets a suggestion, and an error is one line.
-"""
+-n`` on the real Snakefile or a real ``resolve_variant`` call: the README's example variant fits
+the demo, a variant far larger than the others is a warning, a key given twice is an error, a
+YAML 1.1 ``1e-4`` is explained, an unknown key gets a suggestion, and an error is one line."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nmtlib.config import ConfigError, resolve_variant
-from nmtlib.workflow_config import UniqueKeyLoader, check_config_files, validate_config
+from nmtlib.config import ConfigError, estimate_parameters, resolve_variant
+from nmtlib.workflow_config import UniqueKeyLoader, check_config_files, size_warnings, validate_config
 
-from conftest import ROOT
+from conftest import ALL_VARIANTS, ROOT
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -43,6 +45,99 @@ def tiny_with(tmp_path: Path, old: str, new: str, name: str = "bad.yaml") -> Pat
     path = tmp_path / name
     path.write_text(text.replace(old, new, 1))
     return path
+
+
+# -- 1. the README's example variant, and a variant far larger than the others ----------------
+
+def readme_example() -> str:
+    """The variant of README.md's "Adding a variant" example, as it would be pasted under
+    ``variants:`` (its lines without the ``variants:`` header)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Adding a variant"):]
+    section = section[:section.index("\n## ", 1)]
+    return re.search(r"```yaml\nvariants:\n(.*?)```", section, re.S).group(1)
+
+
+def demo_with(tmp_path: Path, variant_text: str) -> Path:
+    """config/config.yaml with ``variant_text`` pasted at the end of its ``variants:``."""
+    text = DEMO.read_text()
+    marker = "\n# Ensembles average"
+    assert marker in text
+    path = tmp_path / "config.yaml"
+    path.write_text(text.replace(marker, "\n" + variant_text + marker, 1))
+    return path
+
+
+def test_readme_example_variant_plans_in_the_demo_without_a_warning(tmp_path):
+    example = readme_example()
+    assert "local-m-dot-feed:" in example and "hidden_size: 128" in example
+    run = snakemake(tmp_path, "--configfile", str(demo_with(tmp_path, example)))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "warning:" not in run.stderr, run.stderr[:2000]
+    assert "wildcards: variant=local-m-dot-feed, seed=1" in run.stdout
+    assert re.search(r"train_model\s+6\b", run.stdout), run.stdout[-1500:]  # 5 demo models + the new one
+
+
+def test_a_variant_with_a_presets_paper_sizes_in_the_demo_is_a_one_line_warning(tmp_path):
+    example = "\n".join(line for line in readme_example().splitlines()
+                        if not re.match(r"\s+(embedding_size|hidden_size|layers):", line)) + "\n"
+    run = snakemake(tmp_path, "--configfile", str(demo_with(tmp_path, example)))
+    assert run.returncode == 0, run.stderr[-3000:]  # a warning: the workflow still plans
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: variant 'local-m-dot-feed' has about 73M parameters (4 layers × 1000 units, 1000-d embeddings), "
+        "more than 10× the median (0.9M) of the other variants of experiment 'demo'; its embedding_size, "
+        "hidden_size and layers come from the preset arch: luong (a paper's sizes): give them to size it like the "
+        "others"]
+    readme = (ROOT / "README.md").read_text()
+    assert warnings[0] in readme and warnings[0].replace("\n", " ") in (ROOT / "config" / "README.md").read_text() \
+        .replace("\n  ", " ")
+
+
+def test_an_explicit_size_far_beyond_the_others_is_a_warning_without_the_preset_hint():
+    config = yaml.safe_load(TINY.read_text())
+    # by hand: 1008·16 embeddings + 2 × (4·512·530 + 4·512·1026) LSTM + 513·504 softmax = 6,648,056; the others
+    # 29,048 (base) and 30,840 (global-general-feed): median 29,944
+    config["variants"]["huge"] = {"embedding_size": 16, "hidden_size": 512, "layers": 2, "attention": "none",
+                                  "input_feed": False}
+    variants = validate_config(config, SCHEMA)
+    assert size_warnings(config, variants) == [
+        "warning: variant 'huge' has about 6.6M parameters (2 layers × 512 units, 16-d embeddings), more than 10× the "
+        "median (0.03M) of the other variants of experiment 'tiny'"]
+
+
+def test_a_fine_tuning_stage_is_not_counted_and_one_variant_alone_is_no_warning():
+    config = yaml.safe_load(TINY.read_text())
+    config["variants"] = {"big": {"arch": "shu", "attention": "flexible"},
+                          "big-ft": {"finetune_from": "big", "train": {"beta": 0.1}}}
+    config["ensembles"] = {}
+    assert size_warnings(config, validate_config(config, SCHEMA)) == []
+
+
+@pytest.mark.parametrize("path", [DEMO, *sorted((ROOT / "config" / "experiments").glob("*.yaml"))],
+                         ids=lambda p: p.name)
+def test_no_shipped_config_has_an_outsized_variant(path):
+    config = yaml.safe_load(path.read_text())
+    assert size_warnings(config, validate_config(config, SCHEMA)) == []
+
+
+def test_the_parameter_estimate_is_the_built_models_count():
+    torch = pytest.importorskip("torch")
+    from nmtlib.models.builder import build_model, count_parameters
+
+    cases = {**ALL_VARIANTS, "luong": {"layers": 2, "hidden_size": 200, "embedding_size": 100},
+             "rnnsearch-preset": {"arch": "rnnsearch", "hidden_size": 100, "embedding_size": 62, "output_size": 50,
+                                  "attention_size": 30},
+             "shu-preset": {"arch": "shu", "hidden_size": 100, "output_size": 60}}
+    for name, options in cases.items():
+        model = resolve_variant(name, options).model
+        torch.manual_seed(0)
+        built = count_parameters(build_model(model, 300 + 4, 200 + 4))
+        estimate = estimate_parameters(model, 300, 200)
+        if model.attention in ("local-p", "flexible"):  # their small extras are left out
+            assert 0.95 * built <= estimate < built, name
+        else:
+            assert estimate == built, name
 
 
 # -- 2. a key given twice ---------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, run_settings, setting_name
-from nmtlib.workflow_config import check_config_files, validate_config
+from nmtlib.workflow_config import check_config_files, size_warnings, validate_config
 
 # A config error is one line on stderr and exit status 1: a WorkflowError raised here would be
 # printed with this file's name and line twice, which says nothing about the config.
@@ -18,6 +18,9 @@ try:
 except ConfigError as err:
     print(f"invalid configuration: {err}", file=sys.stderr)
     sys.exit(1)
+if workflow.is_main_process:  # not again in each job a cluster executor starts
+    for warning in size_warnings(config, VARIANTS):
+        print(warning, file=sys.stderr)
 
 # The interpreter running Snakemake has nmtlib installed: call it by path so that rules work
 # without an activated virtualenv, on cluster nodes too.
