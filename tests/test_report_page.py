@@ -1,0 +1,303 @@
+"""The HTML report as a reader sees it, in a real headless Chromium (issue #29, item 1).
+
+The tiny experiment (tests/configs/tiny.yaml: the real rules, real training for a few steps) is
+run once and ``snakemake --report`` builds its report. Chromium loads ``report.html`` and dumps the
+page after its scripts have run: the landing page must show the summary's numbers (compared cell
+by cell with ``tables/summary.csv``) and the findings. To open an entry as a reader does, a copy of
+the report gets a script that clicks the menu and an entry's buttons (the URL's fragment names the
+clicks); the dumped page then holds the table in the main panel, or the entry's info panel. No
+job-parameter dump (the JSON spec ``nmtlib report`` gets) may appear anywhere.
+
+Skips, saying so, only when no Chromium binary is found (CI installs ``chromium`` with apt).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import fnmatch
+import html
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from nmtlib.commands.report import TABLES
+
+TINY = ROOT / "tests" / "configs" / "tiny.yaml"
+RES = "results/tiny"
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+pytestmark = pytest.mark.slow
+
+
+def _browser() -> str | None:
+    for name in BROWSERS:
+        if path := shutil.which(name):
+            return path
+    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+
+
+CHROMIUM = _browser()
+if CHROMIUM is None:
+    pytest.skip(f"no Chromium binary found (looked for {', '.join(BROWSERS)} on PATH): the report page tests "
+                "need a real headless browser; install chromium (apt-get install chromium)", allow_module_level=True)
+
+
+def snakemake(workdir: Path, *args: str, config: Path = TINY, timeout: int = 900) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(config), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    """The tiny experiment run to its end, and its report."""
+    work = tmp_path_factory.mktemp("report-page")
+    run = snakemake(work, "--cores", "2")
+    assert run.returncode == 0, run.stderr[-4000:]
+    run = snakemake(work, "--report", "report.html", timeout=300)
+    assert run.returncode == 0, run.stderr[-4000:]
+    return work
+
+
+def chromium(url: str, profile: Path, *flags: str) -> str:
+    """What headless Chromium prints for ``url`` once its scripts have run (virtual time)."""
+    cmd = [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--disable-dev-shm-usage",
+           f"--user-data-dir={profile}", "--virtual-time-budget=15000", "--window-size=1400,900", *flags, url]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout
+
+
+#: clicks as a reader makes them, from the URL fragment: `menu:TEXT` clicks the menu entry (or any
+#: link) whose text is TEXT, `eye:TEXT` / `info:TEXT` the view / info button of the listed entry
+#: whose row contains TEXT; steps are separated by `|`. The page's <body> gets `data-driven`
+#: ("done" or the step that failed).
+DRIVER = """<script>
+window.addEventListener("load", function () {
+  var steps = decodeURIComponent(location.hash.slice(1)).split("|").filter(Boolean);
+  function links(root) { return Array.prototype.slice.call(root.querySelectorAll("a")); }
+  function step(i) {
+    if (i >= steps.length) { document.body.setAttribute("data-driven", "done"); return; }
+    var kind = steps[i].split(":")[0], text = steps[i].slice(kind.length + 1), target = null;
+    if (kind === "menu") {
+      target = links(document).find(function (a) { return a.textContent.trim() === text; });
+    } else {
+      var row = Array.prototype.slice.call(document.querySelectorAll("nav tr")).find(function (r) {
+        return r.textContent.indexOf(text) >= 0 && r.querySelector("a"); });
+      if (row) { target = links(row)[kind === "eye" ? 0 : 1]; }
+    }
+    if (!target) { document.body.setAttribute("data-driven", "failed at " + steps[i]); return; }
+    target.click();
+    setTimeout(function () { step(i + 1); }, 400);
+  }
+  setTimeout(function () { step(0); }, 400);
+});
+</script>"""
+
+
+def driven_copy(report: Path) -> Path:
+    page = report.read_text(encoding="utf-8")
+    end = page.rindex("</body>")
+    copy = report.with_name("report.driven.html")
+    copy.write_text(page[:end] + DRIVER + page[end:], encoding="utf-8")
+    return copy
+
+
+def open_report(work: Path, tmp_path: Path, clicks: str = "") -> str:
+    """The report's DOM after ``clicks`` (none: the landing page)."""
+    if not clicks:
+        return chromium((work / "report.html").as_uri(), tmp_path / "profile", "--dump-dom")
+    dom = chromium(driven_copy(work / "report.html").as_uri() + "#" + clicks, tmp_path / "profile", "--dump-dom")
+    assert 'data-driven="done"' in dom, re.findall(r'data-driven="[^"]*"', dom) or "the driver did not run"
+    return dom
+
+
+class _Tables(HTMLParser):
+    """Every <table> of a page as rows of cell texts, with the id of the element it is in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[tuple[str, list[list[str]]]] = []
+        self._ids: list[str] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        ident = dict(attrs).get("id")
+        if ident:
+            self._ids.append(ident)
+        if tag == "table":
+            self.tables.append((self._ids[-1] if self._ids else "", []))
+        elif tag == "tr" and self.tables:
+            self.tables[-1][1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self.tables and self.tables[-1][1]:
+            self.tables[-1][1][-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def tables_in(dom: str) -> dict[str, list[list[str]]]:
+    parser = _Tables()
+    parser.feed(dom)
+    return {ident: rows for ident, rows in parser.tables}
+
+
+def text_of(dom: str) -> str:
+    body = re.sub(r"<(script|style)\b.*?</\1>", " ", dom, flags=re.S | re.I)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def shown_equals(cell: str, value: str) -> bool:
+    """Whether a cell the page shows is the CSV's ``value``: a number rounded to the cell's own
+    decimals, an empty value as the em dash, text as is."""
+    if value == "":
+        return cell in ("—", "")
+    number, shown = _number(value), _number(cell)
+    if number is None or value in ("True", "False"):
+        return cell == value
+    if shown is None:
+        return False
+    decimals = len(cell.split(".")[1]) if "." in cell else 0
+    return math.isclose(shown, number, abs_tol=0.5 * 10 ** -decimals + 1e-9)
+
+
+def test_landing_page_shows_the_summary_numbers(work, tmp_path):
+    dom = open_report(work, tmp_path)
+    with open(work / RES / "tables" / "summary.csv", newline="", encoding="utf-8") as f:
+        summary = list(csv.DictReader(f))
+    assert summary, "summary.csv has no row"
+    tables = tables_in(dom)
+    assert "nmt-summary" in tables, f"no summary table on the landing page (tables: {list(tables)})"
+    header, *rows = tables["nmt-summary"]
+    assert [r[0] for r in rows] == [r["variant"] for r in summary]
+    numbers = 0
+    for csv_row, shown in zip(summary, rows):
+        cells = dict(zip(header, shown))
+        for column, value in csv_row.items():
+            if column in cells:
+                assert shown_equals(cells[column], value), (csv_row["variant"], column, cells[column], value)
+                numbers += _number(value) is not None and value not in ("True", "False")
+    assert numbers >= 3 * len(summary), "too few numbers of summary.csv on the page"
+    # every metric the summary has is on screen, with its trained models' numbers
+    assert {c for c in summary[0] if any(_number(r[c]) is not None for r in summary)} <= set(header)
+
+
+def test_landing_page_shows_the_findings(work, tmp_path):
+    dom = open_report(work, tmp_path)
+    with open(work / RES / "tables" / "findings.csv", newline="", encoding="utf-8") as f:
+        findings = list(csv.DictReader(f))
+    tables = tables_in(dom)
+    assert "nmt-findings" in tables
+    header, *rows = tables["nmt-findings"]
+    assert [dict(zip(header, r))["claim"] for r in rows] == [r["claim"] for r in findings]
+    assert [dict(zip(header, r))["verdict"] for r in rows] == [r["verdict"] for r in findings]
+    # the landing page's text says what it is, before any click
+    text = text_of(dom)
+    assert "Attention-based NMT benchmark, experiment tiny" in text
+    assert "Summary of experiment tiny" in text
+
+
+def test_no_job_parameter_dump(work, tmp_path):
+    raw = (work / "report.html").read_text(encoding="utf-8")
+    spec_json = re.compile(r'spec=|\\?"variants\\?":\s*\{|\\?"heatmap_sentences\\?"')
+    assert not spec_json.search(raw), spec_json.search(raw).group(0)
+    results = json.loads(re.search(r"var results = (\{.*?\});\n", raw, re.S).group(1))
+    for path, result in results.items():
+        assert len(result["job_properties"]["params"]) < 80, (path, result["job_properties"]["params"][:200])
+    # the info panel a reader opens from an entry: caption, rule, short parameters
+    dom = open_report(work, tmp_path, "menu:1. Overview|info:Experiment summary")
+    text = text_of(dom)
+    assert "Experiment summary: every variant and ensemble" in text and "make_report" in text
+    assert "test_ppl" in text  # the caption says what the numbers are
+    assert not spec_json.search(text) and "spec=" not in text
+
+
+def test_entries_are_labelled_and_categorised(work, tmp_path):
+    raw = (work / "report.html").read_text(encoding="utf-8")
+    categories = json.loads(re.search(r"var categories = (\{.*?\});\n", raw, re.S).group(1))
+    assert sorted(categories) == ["1. Overview", "2. Paper tables", "3. Figures"]
+    results = json.loads(re.search(r"var results = (\{.*?\});\n", raw, re.S).group(1))
+    assert all(r["labels"] for r in results.values())
+    dom = open_report(work, tmp_path, "menu:2. Paper tables")
+    listing = tables_in(dom)
+    rows = next(rows for rows in listing.values() if rows and rows[0][:3] == ["paper", "table", "shows"])
+    assert ["Luong et al. 2015", "Table 1"] in [r[:2] for r in rows[1:]] and len(rows) == 1 + 7
+    assert f"{RES}/tables/" not in text_of(dom)  # labels, not paths
+
+
+@pytest.mark.parametrize("clicks, table", [
+    ("menu:1. Overview|eye:Experiment summary", "summary"),
+    ("menu:2. Paper tables|eye:ppl and BLEU, system by system (En→De)", "luong_table1"),
+])
+def test_a_table_opens_in_the_main_panel(work, tmp_path, clicks, table):
+    dom = open_report(work, tmp_path, clicks)
+    frames = re.findall(r'<iframe[^>]*src="data:text/html;charset=utf8;filename=([^;]+);base64,([^"]+)"', dom)
+    assert [name for name, _ in frames] == [f"{table}.html"]
+    shown = base64.b64decode(frames[0][1]).decode("utf-8")
+    assert shown == (work / RES / "tables" / f"{table}.html").read_text(encoding="utf-8")
+    assert "<table>" in shown
+
+
+def test_a_changed_spec_reruns_the_report_only(work, tmp_path):
+    """The spec is not a param any more; its sha256 is, so a change that touches only the spec
+    (the report's settings) still reruns make_report, and nothing else."""
+    same = snakemake(work, "-n", "--cores", "1", timeout=300)
+    assert same.returncode == 0 and "Nothing to be done" in same.stdout + same.stderr
+    config = yaml.safe_load(TINY.read_text(encoding="utf-8"))
+    config["report"]["heatmap_sentences"] = [0, 2]
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    run = snakemake(work, "-n", "--cores", "1", config=changed, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    jobs = re.findall(r"^(?:local)?(?:rule|checkpoint) (\w+):$", run.stdout + run.stderr, re.M)
+    assert sorted(set(jobs)) == ["all", "make_report"], jobs
+    assert "Params have changed" in run.stdout + run.stderr
+
+
+#: columns of text, not numbers (provenance; the table header says most of them)
+TEXT_COLUMNS = {"ours_from", "ours_data", "paper_source", "ours_device", "ours_delta_vs"}
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_captions_say_what_each_number_is(work, table):
+    """A table's caption (workflow/report/<table>.rst, the entry's description in the report) names
+    every column of numbers the table has (``name``, or a ``*`` pattern), and no column it lacks."""
+    caption = (ROOT / "workflow" / "report" / f"{table}.rst").read_text(encoding="utf-8")
+    with open(work / RES / "tables" / f"{table}.csv", newline="", encoding="utf-8") as f:
+        header, *lines = list(csv.reader(f))  # a table with no number of ours has only its header
+    rows = [dict(zip(header, line)) for line in lines]
+    named = re.findall(r"``([a-z*][a-z0-9_*]*)``", caption)
+
+    def numbers(column: str) -> bool:
+        if column in TEXT_COLUMNS:
+            return False
+        if column.startswith(("paper_", "ours_")):
+            return True
+        values = [r[column] for r in rows if r[column] and r[column] not in ("True", "False")]
+        return bool(values) and all(_number(v) is not None for v in values)
+
+    assert [n for n in named if not fnmatch.filter(header, n)] == [], "the caption names columns the table lacks"
+    assert [c for c in header if numbers(c) and not any(fnmatch.fnmatch(c, n) for n in named)] == []
