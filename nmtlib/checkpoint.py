@@ -24,6 +24,7 @@ import torch
 
 from nmtlib.atomic import atomic_write
 from nmtlib.config import ModelConfig
+from nmtlib.data.vocab import Vocabulary
 from nmtlib.files import sha256_file
 from nmtlib.models.builder import build_model
 from nmtlib.models.seq2seq import Seq2Seq
@@ -172,6 +173,37 @@ def select_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise ValueError("device 'cuda' was asked for but no CUDA device is visible; use 'auto' or 'cpu'")
     return torch.device(name)
+
+
+#: how a model's text was tokenized (``nmtlib prepare``'s options), recorded in model.pt
+PREPROCESS_KEYS = {"src_lang": str, "tgt_lang": str, "src_tokenizer": str, "tgt_tokenizer": str,
+                   "lowercase": bool, "escape": bool}
+
+
+def check_preprocess(raw: Any, where: str) -> dict[str, Any]:
+    """A preprocess record (:data:`PREPROCESS_KEYS`, every key given); tokenizer names are checked
+    where a tokenizer is made."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: expected a JSON object with {sorted(PREPROCESS_KEYS)}, got {raw!r}")
+    for key, kind in PREPROCESS_KEYS.items():
+        if not isinstance(raw.get(key), kind):
+            raise ValueError(f"{where}.{key}: expected a {kind.__name__}, got {raw.get(key)!r}")
+    unknown = sorted(set(raw) - set(PREPROCESS_KEYS))
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; keys: {sorted(PREPROCESS_KEYS)}")
+    return dict(raw)
+
+
+def embedded_vocabularies(record: dict[str, Any], path: str | Path) -> tuple[Vocabulary, Vocabulary]:
+    """The source and target vocabularies a model file carries (models trained since nmtlib kept them)."""
+    words = record.get("vocabulary_words")
+    if not isinstance(words, dict):
+        raise CheckpointError(f"{path} carries no vocabularies (written before nmtlib kept them in model.pt); "
+                              f"pass --src-vocab and --tgt-vocab")
+    vocabs = Vocabulary(words["source"]), Vocabulary(words["target"])
+    if (len(vocabs[0]), len(vocabs[1])) != (record["src_vocab_size"], record["tgt_vocab_size"]):
+        raise CheckpointError(f"{path}: its vocabularies do not match its weights' sizes")
+    return vocabs
 
 
 def load_model(path: str | Path, device: torch.device, src_vocab: str | Path | None = None,

@@ -120,9 +120,9 @@ def tiny_train_cmd(corpus: Path, out: Path, spec: dict) -> list[str]:
             "--out-dir", str(out), "--no-progress"]
 
 
-def train_tiny_model(corpus: Path, out: Path, spec: dict) -> Path:
-    """Train ``spec`` on ``tiny_corpus`` as a real process; its ``model.pt``."""
-    run = subprocess.run(tiny_train_cmd(corpus, out, spec), capture_output=True, text=True, timeout=600)
+def train_tiny_model(corpus: Path, out: Path, spec: dict, *extra: str) -> Path:
+    """Train ``spec`` on ``tiny_corpus`` as a real process (``extra``: more ``train`` arguments); its ``model.pt``."""
+    run = subprocess.run([*tiny_train_cmd(corpus, out, spec), *extra], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     return out / "model.pt"
 

@@ -25,11 +25,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-dir", type=Path, required=True, help="model folder (checkpoints/, train_log.csv, env.json, model.pt)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--init-from", type=Path, default=None, help="start from this model.pt (fine-tuning stage)")
+    p.add_argument("--preprocess-json", type=_preprocess, default=None, metavar="JSON",
+                   help="how the text was tokenized, kept in model.pt so that translate takes raw text: "
+                        '{"src_lang", "tgt_lang", "src_tokenizer", "tgt_tokenizer", "lowercase", "escape"} '
+                        "(the workflow passes its data settings)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a train option, e.g. --set max_steps=20 (repeatable)")
     add_threads_argument(p)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
+
+
+def _preprocess(text: str) -> dict:
+    from nmtlib.checkpoint import check_preprocess
+    from nmtlib.data.tokenize import available_tokenizers
+
+    try:
+        record = check_preprocess(json.loads(text), "JSON")
+    except ValueError as err:  # json.JSONDecodeError too
+        raise argparse.ArgumentTypeError(str(err)) from None
+    for side in ("src", "tgt"):
+        if record[f"{side}_tokenizer"] not in (*available_tokenizers(), "space"):
+            raise argparse.ArgumentTypeError(f"JSON.{side}_tokenizer: {record[f'{side}_tokenizer']!r} is not one of "
+                                             f"{available_tokenizers()}")
+    return record
 
 
 def load_variant(path: Path | None, overrides: list[str] | None = None, text: str | None = None):
@@ -89,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
                        args.tgt_vocab, args.out_dir)
     try:
         result = Trainer(variant, paths, seed=args.seed, init_from=args.init_from,
-                         progress=not args.no_progress).run()
+                         progress=not args.no_progress, preprocess=args.preprocess_json).run()
     except (TrainingError, ValueError, OSError) as err:
         raise NmtlibError(str(err)) from None
     print(json.dumps(result))

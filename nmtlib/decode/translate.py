@@ -36,7 +36,7 @@ import torch
 from tqdm import tqdm
 
 from nmtlib.atomic import write_lines
-from nmtlib.checkpoint import load_model
+from nmtlib.checkpoint import embedded_vocabularies, load_model
 from nmtlib.config import DecodeConfig
 from nmtlib.data.batching import ParallelData, collate, truncate_sources
 from nmtlib.data.vocab import EOS_ID, Vocabulary
@@ -138,11 +138,55 @@ def limit_source_lengths(data: ParallelData, max_src_len: int | None, src_path: 
     return cut
 
 
+def load_models(
+    model_paths: list[Path], device: torch.device, src_vocab_path: Path | None = None, tgt_vocab_path: Path | None = None,
+) -> tuple[list[Seq2Seq], Vocabulary, Vocabulary, dict[str, Any]]:
+    """The models of an ensemble, the vocabularies they decode with and the first one's record.
+
+    With vocabulary files, every model must have been trained with them
+    (:func:`~nmtlib.checkpoint.check_vocabularies`); without, the vocabularies the model files
+    carry are used, and must be the same in every member."""
+    if (src_vocab_path is None) != (tgt_vocab_path is None):
+        raise ValueError("give both vocabulary files (--src-vocab and --tgt-vocab) or neither")
+    loaded = [load_model(p, device, src_vocab_path, tgt_vocab_path) for p in model_paths]
+    models, record = [m for m, _ in loaded], loaded[0][1]
+    if src_vocab_path is not None and tgt_vocab_path is not None:
+        return models, Vocabulary.load(src_vocab_path), Vocabulary.load(tgt_vocab_path), record
+    vocabs = [embedded_vocabularies(r, p) for p, (_, r) in zip(model_paths, loaded)]
+    for p, (src, tgt) in zip(model_paths[1:], vocabs[1:]):
+        if (src.itos, tgt.itos) != (vocabs[0][0].itos, vocabs[0][1].itos):
+            raise ValueError(f"{p} and {model_paths[0]} were trained with different vocabularies: an ensemble "
+                             f"needs one pair")
+    return models, vocabs[0][0], vocabs[0][1], record
+
+
+def output_words(h: Hypothesis, tgt_vocab: Vocabulary, source_tokens: list[str], dictionary: dict[str, str] | None,
+                 unk_replace: bool) -> tuple[list[str], list[str]]:
+    """A hypothesis as words, and the same after unknown-word replacement (when ``unk_replace``)."""
+    words = tgt_vocab.decode(t for t in h.tokens if t != EOS_ID)
+    return words, (replace_unknowns(words, source_tokens, h.attention, dictionary) if unk_replace else words)
+
+
+def translate_tokens(
+    models: list[Seq2Seq], sources: list[list[str]], src_vocab: Vocabulary, tgt_vocab: Vocabulary,
+    opts: DecodeOptions, device: torch.device, dictionary: dict[str, str] | None = None, unk_replace: bool = True,
+    progress: bool = False,
+) -> tuple[list[list[str]], dict[int, int]]:
+    """Tokenized sentences in memory → their translations' words (after unknown-word
+    replacement when ``unk_replace``), and ``{index: tokens before the cut}`` of the sources cut
+    at ``opts.max_src_len``. ``nmtlib translate`` on text uses it; files go through
+    :func:`translate_file`."""
+    data = ParallelData([src_vocab.encode(tokens) for tokens in sources], None)
+    truncated = truncate_sources(data, opts.max_src_len)
+    hyps, _ = decode_data(models, data, opts, device, progress)
+    return [output_words(h, tgt_vocab, sources[i], dictionary, unk_replace)[1] for i, h in enumerate(hyps)], truncated
+
+
 def translate_file(
     model_paths: list[Path],
     src_path: Path,
-    src_vocab_path: Path,
-    tgt_vocab_path: Path,
+    src_vocab_path: Path | None,
+    tgt_vocab_path: Path | None,
     out_prefix: Path,
     opts: DecodeOptions,
     dictionary: dict[str, str] | None = None,
@@ -155,9 +199,7 @@ def translate_file(
     ``unk_replace`` False writes the raw output to ``.unk.txt`` too (Shu & Nakayama replace
     nothing); ``dictionary`` is used only when it is True."""
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    src_vocab, tgt_vocab = Vocabulary.load(src_vocab_path), Vocabulary.load(tgt_vocab_path)
-    # every model of an ensemble must have been trained with these vocabularies
-    models = [load_model(p, device, src_vocab_path, tgt_vocab_path)[0] for p in model_paths]
+    models, src_vocab, tgt_vocab, _ = load_models(model_paths, device, src_vocab_path, tgt_vocab_path)
     data = ParallelData.load(src_path, None, src_vocab, tgt_vocab)
     truncated = limit_source_lengths(data, opts.max_src_len, src_path, out_prefix)  # {line index: tokens}
     source_tokens = [line.split() for line in read_lines(src_path)]
@@ -167,10 +209,9 @@ def translate_file(
                    else f"cpu ({torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''})")
     plain, replaced, details = [], [], []
     for i, (h, ms) in enumerate(zip(hyps, times)):
-        words = tgt_vocab.decode(t for t in h.tokens if t != EOS_ID)
+        words, after = output_words(h, tgt_vocab, source_tokens[i], dictionary, unk_replace)
         plain.append(" ".join(words))
-        replaced.append(" ".join(replace_unknowns(words, source_tokens[i], h.attention, dictionary)
-                                 if unk_replace else words))
+        replaced.append(" ".join(after))
         details.append({
             "id": i, "score": round(h.score, 4), "length": len(words), "time_ms": round(ms, 3),
             "device": device_name, "scores_computed": h.scores_computed, "hypothesis_steps": h.hypothesis_steps, "avg_window": round(h.average_window, 4),

@@ -150,9 +150,13 @@ class Trainer:
         init_from: Path | None = None,
         progress: bool = True,
         loss_lag: int | None = None,
+        preprocess: dict[str, Any] | None = None,
     ) -> None:
         """``loss_lag``: steps by which each step's loss is read late (default: 1 on a GPU, 0 on the
-        CPU; :class:`nmtlib.train.step.LossReader`)."""
+        CPU; :class:`nmtlib.train.step.LossReader`). ``preprocess``: how the training text was
+        tokenized (:func:`nmtlib.checkpoint.check_preprocess`), kept in model.pt so that
+        ``nmtlib translate`` can take raw text."""
+        self.preprocess = preprocess
         self.variant = variant
         self.cfg = variant.train
         self.paths = paths
@@ -449,6 +453,9 @@ class Trainer:
             "seed": self.seed,
             "vocabularies": self.vocabularies,  # checked by checkpoint.check_vocabularies wherever it is loaded
             "training_data": self.training_data,  # a record of what it saw
+            # what decoding needs besides the weights: translate takes a model file alone
+            "vocabulary_words": {"source": self.src_vocab.itos, "target": self.tgt_vocab.itos},
+            "preprocess": self.preprocess,
         }
 
     def _finish(self, model: Seq2Seq) -> dict[str, Any]:

@@ -144,4 +144,6 @@ def final_outputs():
     return [
         *[f"{R}/tables/{t}.csv" for t in REPORT_TABLES],
         *[f"{R}/figures/{f}.png" for f in REPORT_FIGURES],
+        # what `nmtlib translate --model results/<exp>/models/<variant>/seed1/model.pt` decodes with
+        *[f"{R}/models/{v}/decode.json" for v in VARIANTS],
     ]

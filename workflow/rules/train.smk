@@ -20,6 +20,18 @@ def variant_spec(name):
     }, sort_keys=True)
 
 
+def preprocess_record():
+    """How the experiment's text was tokenized (nmtlib prepare's options), kept in model.pt so
+    that `nmtlib translate --model model.pt` takes raw text. It changes the training data, so it
+    may retrain like the spec does."""
+    tokenizer = DATA.get("tokenizer", {})
+    return json.dumps({
+        "src_lang": DATA["src"], "tgt_lang": DATA["tgt"],
+        "src_tokenizer": tokenizer.get("src", "none"), "tgt_tokenizer": tokenizer.get("tgt", "none"),
+        "lowercase": bool(DATA["lowercase"]), "escape": bool(DATA["escape"]),
+    }, sort_keys=True)
+
+
 def train_inputs(wildcards):
     files = {
         "train_src": f"{R}/data/train.src", "train_tgt": f"{R}/data/train.tgt",
@@ -41,6 +53,7 @@ rule train_model:
         env=f"{R}/models/{{variant}}/seed{{seed}}/env.json",
     params:
         spec=lambda w: variant_spec(w.variant),
+        preprocess=preprocess_record(),
         out_dir=lambda w: f"{R}/models/{w.variant}/seed{w.seed}",
         init=lambda w, input: f"--init-from {shlex.quote(input.init)}" if "init" in input.keys() else "",
     log:
@@ -56,5 +69,5 @@ rule train_model:
         "{NMTLIB} train --variant-json {params.spec:q} --seed {wildcards.seed} --threads {threads}"
         " --train-src {input.train_src:q} --train-tgt {input.train_tgt:q}"
         " --dev-src {input.dev_src:q} --dev-tgt {input.dev_tgt:q}"
-        " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q}"
+        " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q} --preprocess-json {params.preprocess:q}"
         " --out-dir {params.out_dir:q} {params.init} > {log:q} 2>&1"

@@ -21,6 +21,23 @@ def translate_inputs(wildcards):
     return files
 
 
+# The experiment's decoding options of each variant, beside its models: `nmtlib translate` on a
+# model of these results decodes as the experiment did (beam, length limit, unk replacement; τ = ∞).
+rule decode_settings:
+    output:
+        f"{R}/models/{{variant}}/decode.json",
+    params:
+        settings=lambda w: json.dumps(run_settings(decode_config(w.variant), decode_settings(w.variant)[0]),
+                                      sort_keys=True),
+    log:
+        f"{LOGS}/decode_settings/{{variant}}.log",
+    resources:
+        mem_mb=500,
+        runtime=5,
+    shell:
+        "{NMTLIB} translate --decode-json {params.settings:q} --save-settings {output:q} > {log:q} 2>&1"
+
+
 rule translate:
     input:
         unpack(translate_inputs),
