@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import re
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -63,7 +64,8 @@ def add_forced_decoding_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tgt-vocab", type=Path, required=True, help="the model's target vocabulary")
     parser.add_argument("--batch-size", type=positive_int, default=64, metavar="N",
                         help="sentences per batch (default: 64)")
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                        help="auto: CUDA when available (default: auto)")
     add_threads_argument(parser)
 
 
@@ -107,8 +109,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"nmtlib.commands.{name}").register(sub)
+        module = importlib.import_module(f"nmtlib.commands.{name}")
+        module.register(sub)
+        # a command says once what it does, in its module's docstring: that is its --help description
+        command = sub.choices[name]
+        if command.description is None and module.__doc__:
+            command.description = plain_text(module.__doc__.split("\n\n")[0])
     return parser
+
+
+def plain_text(doc: str) -> str:
+    """A docstring paragraph as --help shows it: no reStructuredText markup, one line."""
+    doc = re.sub(r":\w+:`~?([^`]+)`", r"\1", doc)  # :func:`x` -> x
+    return " ".join(doc.replace("``", "").split())
 
 
 def _version() -> str:

@@ -30,26 +30,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--ref", type=Path, required=True, help="tokenized reference")
     t.add_argument("--src", type=Path, required=True, help="tokenized source (length buckets, unknown words)")
     t.add_argument("--raw-ref", type=Path, default=None, help="untokenized reference for sacreBLEU")
-    t.add_argument("--src-vocab", type=Path, default=None)
-    t.add_argument("--tgt-vocab", type=Path, default=None)
-    t.add_argument("--tgt-lang", default="xx")
+    t.add_argument("--src-vocab", type=Path, default=None,
+                   help="source vocabulary: with --tgt-vocab, adds BLEU on the sentences with no unknown word (Bahdanau Table 1 No UNK)")
+    t.add_argument("--tgt-vocab", type=Path, default=None, help="target vocabulary (see --src-vocab)")
+    t.add_argument("--tgt-lang", default="xx", help="target language code, for detokenizing (default: xx)")
     t.add_argument("--tgt-tokenizer", default="none", help="tokenizer of the target side (to detokenize for sacreBLEU)")
-    t.add_argument("--bucket-width", type=int, default=10)
-    t.add_argument("--out", type=Path, required=True)
+    t.add_argument("--bucket-width", type=int, default=10,
+                   help="source-length buckets of BLEU by length, in words (default: 10)")
+    t.add_argument("--out", type=Path, required=True, help="the JSON result, written here")
     t.set_defaults(func=run_translation)
 
     m = actions.add_parser("perplexity", help="perplexity of references under a model")
     add_forced_decoding_arguments(m)
-    m.add_argument("--out", type=Path, required=True)
+    m.add_argument("--out", type=Path, required=True, help="the JSON result, written here")
     m.set_defaults(func=run_perplexity)
 
     a = actions.add_parser("alignment", help="AER of 1-based links against gold Sure/Possible links")
-    a.add_argument("--gold", type=Path, required=True)
+    a.add_argument("--gold", type=Path, required=True,
+                   help="gold links, one sentence per line: 1-based i-j (Sure) and ipj (Possible)")
     a.add_argument("--links", type=Path, required=True, help="links by Luong's footnote 14 (the paper's protocol)")
     a.add_argument("--predicted-links", type=Path, default=None, help="links by predicted word (reported beside)")
     a.add_argument("--src", type=Path, required=True, help="tokenized source (sentence lengths)")
     a.add_argument("--tgt", type=Path, required=True, help="tokenized target (sentence lengths)")
-    a.add_argument("--out", type=Path, required=True)
+    a.add_argument("--out", type=Path, required=True, help="the JSON result, written here")
     a.set_defaults(func=run_alignment)
 
 

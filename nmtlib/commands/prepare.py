@@ -31,10 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--src", required=True, type=Path, metavar="IN_SRC", help="source input")
     p.add_argument("--tgt", required=True, type=Path, metavar="IN_TGT", help="target input")
-    p.add_argument("--out-src", required=True, type=Path, metavar="OUT_SRC")
-    p.add_argument("--out-tgt", required=True, type=Path, metavar="OUT_TGT")
-    p.add_argument("--src-lang", required=True, metavar="L", help="e.g. en, de, ja")
-    p.add_argument("--tgt-lang", required=True, metavar="L")
+    p.add_argument("--out-src", required=True, type=Path, metavar="OUT_SRC", help="tokenized source, written here")
+    p.add_argument("--out-tgt", required=True, type=Path, metavar="OUT_TGT", help="tokenized target, written here")
+    p.add_argument("--src-lang", required=True, metavar="L", help="source language code, e.g. en, de, ja")
+    p.add_argument("--tgt-lang", required=True, metavar="L", help="target language code")
     p.add_argument(
         "--src-tokenizer",
         required=True,

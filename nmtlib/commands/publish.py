@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                            "to docs/results/<exp>/")
     p.add_argument("--command", dest="run_command", required=True, help="the command that ran the experiment")
     p.add_argument("--hardware", required=True, help="the machine it ran on, in words")
-    p.add_argument("--title", default=None)
+    p.add_argument("--title", default=None, help="the page's title (default: 'Reference results: <experiment>')")
     p.add_argument("--intro", type=Path, default=None, help="a Markdown file whose text opens the page")
     p.set_defaults(func=run)
 

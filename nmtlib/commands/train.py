@@ -16,14 +16,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     spec.add_argument("--variant-config", type=Path, help="YAML/JSON file with the variant spec (see --variant-json)")
     spec.add_argument("--variant-json", help="the variant spec as JSON: {name, options, train_defaults, "
                       "decode_defaults, variants} (the workflow passes this)")
-    p.add_argument("--train-src", type=Path, required=True)
-    p.add_argument("--train-tgt", type=Path, required=True)
-    p.add_argument("--dev-src", type=Path, required=True)
-    p.add_argument("--dev-tgt", type=Path, required=True)
-    p.add_argument("--src-vocab", type=Path, required=True)
-    p.add_argument("--tgt-vocab", type=Path, required=True)
+    p.add_argument("--train-src", type=Path, required=True, help="tokenized training source, one sentence per line")
+    p.add_argument("--train-tgt", type=Path, required=True, help="tokenized training target, line-aligned")
+    p.add_argument("--dev-src", type=Path, required=True, help="tokenized dev source (perplexity, early stopping)")
+    p.add_argument("--dev-tgt", type=Path, required=True, help="tokenized dev target")
+    p.add_argument("--src-vocab", type=Path, required=True, help="source vocabulary (nmtlib vocab)")
+    p.add_argument("--tgt-vocab", type=Path, required=True, help="target vocabulary (nmtlib vocab)")
     p.add_argument("--out-dir", type=Path, required=True, help="model folder (checkpoints/, train_log.csv, env.json, model.pt)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="random seed of initialisation, order and dropout (default: 1)")
     p.add_argument("--init-from", type=Path, default=None, help="start from this model.pt (fine-tuning stage)")
     p.add_argument("--preprocess-json", type=_preprocess, default=None, metavar="JSON",
                    help="how the text was tokenized, kept in model.pt so that translate takes raw text: "
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a train option, e.g. --set max_steps=20 (repeatable)")
     add_threads_argument(p)
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=run)
 
 

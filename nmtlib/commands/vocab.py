@@ -12,7 +12,7 @@ from nmtlib.errors import NmtlibError
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("vocab", help="build a top-K vocabulary (<pad> <unk> <bos> <eos> first)")
     p.add_argument("--input", type=Path, required=True, help="tokenized training text, one sentence per line")
-    p.add_argument("--output", type=Path, required=True)
+    p.add_argument("--output", type=Path, required=True, help="the vocabulary, one word per line, written here")
     p.add_argument("--size", type=int, default=50000, help="keep the SIZE most frequent words (default: 50000)")
     p.set_defaults(func=run)
 
