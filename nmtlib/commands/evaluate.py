@@ -1,5 +1,6 @@
 """``nmtlib evaluate``: everything the tables need about one translation, model or alignment,
-as one JSON file per result (the workflow's ``scores/`` folder).
+as one JSON file per result (the workflow's ``scores/`` folder), with the scorers of
+``nmtlib score`` (which scores one metric on files, as its reference tool does).
 
 - ``translation``: tokenized BLEU and RIBES before and after unk replacement (multi-bleu.perl,
   RIBES.py), BLEU on the sentences without unknown words (Bahdanau et al. Table 1), sacreBLEU

@@ -19,7 +19,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "score",
         help="score hypotheses: BLEU, RIBES, AER, BLEU by source length",
-        description="Score hypotheses against references; the last line of stdout is JSON.",
+        description="Score one metric on files as its reference tool does (multi-bleu.perl, RIBES.py, "
+                    "aer.py), printing the tool's line and then JSON as the last line of stdout. "
+                    "nmtlib evaluate computes every metric a table needs of one result into a JSON file "
+                    "(what the workflow runs), with the same scorers.",
     )
     metrics = parser.add_subparsers(dest="metric", metavar="METRIC", required=True)
 
