@@ -4,6 +4,8 @@ configuration checks that run before any job."""
 from __future__ import annotations
 
 import copy
+import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -186,9 +188,10 @@ def test_gpu_decode_options_reach_every_translate_command(tmp_path):
                                                                  max_src_len=80))
     run = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(config), timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    commands = [line for line in run.stdout.splitlines() if " translate " in line]
-    assert len(commands) == 3  # base, global-general-feed, ens
-    assert all("--cuda-graphs --tf32 --in-flight 2 --max-src-len 80" in c for c in commands), commands
+    settings = translate_settings(run.stdout)
+    assert len(settings) == 3  # base, global-general-feed, ens
+    assert all((s["cuda_graphs"], s["tf32"], s["in_flight"], s["max_src_len"]) == (True, True, 2, 80)
+               for s in settings), settings
 
 
 def test_unk_replace_false_reaches_every_translate_command(tmp_path):
@@ -197,11 +200,22 @@ def test_unk_replace_false_reaches_every_translate_command(tmp_path):
     config = write_config(tmp_path, lambda c: c["decode"].update(unk_replace=False))
     run = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(config), timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    commands = [line for line in run.stdout.splitlines() if " translate " in line]
-    assert len(commands) == 3 and all("--no-unk-replace" in c and "--dict" not in c for c in commands), commands
+    commands = [line for line in run.stdout.splitlines() if " translate " in line and "--out-prefix" in line]
+    assert len(commands) == 3 and all("--dict" not in c for c in commands), commands
+    assert [s["unk_replace"] for s in translate_settings(run.stdout)] == [False] * 3
     on = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(write_config(tmp_path, lambda c: None)),
                    timeout=120)
-    assert not any("--no-unk-replace" in line for line in on.stdout.splitlines())
+    assert [s["unk_replace"] for s in translate_settings(on.stdout)] == [True] * 3
+
+
+def translate_settings(dry_run: str) -> list[dict]:
+    """The ``--decode-json`` of every translate job in ``snakemake -n -p`` output."""
+    out = []
+    for line in dry_run.splitlines():
+        if " translate " in line and "--out-prefix" in line:
+            words = shlex.split(line.split(">")[0])
+            out.append(json.loads(words[words.index("--decode-json") + 1]))
+    return out
 
 
 def test_only_variants_narrows_the_experiment():
