@@ -269,7 +269,7 @@ def test_small_enja_runs_end_to_end_from_the_shared_cache(tmp_path: Path) -> Non
     rows = {r["variant"]: r for r in csv.DictReader((out / "tables" / "summary.csv").open(encoding="utf-8"))}
     assert set(rows) == {"base", "global-general-feed"}
     for row in rows.values():
-        float(row["bleu"]), float(row["ppl"])  # numbers, whatever their (untrained) values
+        float(row["bleu_before_unk_replace"]), float(row["test_ppl"])  # numbers, whatever their (untrained) values
     assert (out / "tables" / "summary.md").is_file()
     assert (out / "figures" / "attention_heatmaps.png").stat().st_size > 0
 

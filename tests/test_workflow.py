@@ -39,11 +39,12 @@ def tiny_run(tmp_path_factory) -> Path:
 def test_tiny_workflow_produces_tables_figures_and_is_complete(tiny_run):
     res = tiny_run / "results" / "tiny"
     summary = pd.read_csv(res / "tables" / "summary.csv")
-    assert {"variant", "attention", "score", "input_feed", "ppl", "bleu", "bleu_unk"} <= set(summary.columns)
+    assert {"variant", "attention", "score", "input_feed", "test_ppl", "bleu_before_unk_replace",
+            "bleu_after_unk_replace"} <= set(summary.columns)
     assert set(summary.variant) == {"base", "global-general-feed", "ens"}
     assert any("ens" in v for v in summary.variant)
     trained = summary[summary.variant != "ens"]
-    assert trained.ppl.notna().all() and trained.bleu.notna().all()
+    assert trained.test_ppl.notna().all() and trained.bleu_before_unk_replace.notna().all()
     assert summary.set_index("variant").loc["global-general-feed", "attention"] == "global"
     for png in ("learning_curves", "bleu_by_length", "attention_heatmaps"):
         assert (res / "figures" / f"{png}.png").stat().st_size > 5000
