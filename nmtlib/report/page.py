@@ -21,34 +21,34 @@ OVERVIEW, PAPER_TABLES, FIGURES = "1. Overview", "2. Paper tables", "3. Figures"
 #: table or figure name → category and labels of its report entry. Snakemake lists a category's
 #: entries as a table with one column per label, sorted by the first label; a label other than the
 #: first whose two values each cover half of a category's entries would become a toggle, hence one
-#: label in the two-entry overview.
+#: label in the two-entry overview (and "Experiment summary" sorts before "Findings").
 ENTRIES: dict[str, dict] = {
-    "summary": {"category": OVERVIEW, "labels": {"table": "Experiment summary: every variant and ensemble"}},
-    "findings": {"category": OVERVIEW, "labels": {"table": "Findings: the papers' claims checked"}},
+    "summary": {"category": OVERVIEW, "labels": {"table": "Experiment summary"}},
+    "findings": {"category": OVERVIEW, "labels": {"table": "Findings: the papers' claims"}},
     "luong_table1": {"category": PAPER_TABLES, "labels": {
-        "paper": "Luong et al. 2015", "table": "Table 1", "shows": "ppl and BLEU, system by system (En→De)"}},
+        "paper": "Luong et al. 2015", "table": "Table 1", "shows": "ppl, BLEU by system, En→De"}},
     "luong_table3": {"category": PAPER_TABLES, "labels": {
-        "paper": "Luong et al. 2015", "table": "Table 3", "shows": "ppl and BLEU, system by system (De→En)"}},
+        "paper": "Luong et al. 2015", "table": "Table 3", "shows": "ppl, BLEU by system, De→En"}},
     "luong_table4": {"category": PAPER_TABLES, "labels": {
-        "paper": "Luong et al. 2015", "table": "Table 4", "shows": "attention types and score functions"}},
+        "paper": "Luong et al. 2015", "table": "Table 4", "shows": "attention types × scores"}},
     "luong_table6": {"category": PAPER_TABLES, "labels": {
-        "paper": "Luong et al. 2015", "table": "Table 6", "shows": "alignment error rate (AER)"}},
+        "paper": "Luong et al. 2015", "table": "Table 6", "shows": "alignment error rate"}},
     "bahdanau_table1": {"category": PAPER_TABLES, "labels": {
-        "paper": "Bahdanau et al. 2015", "table": "Table 1", "shows": "BLEU, all sentences and no-UNK"}},
+        "paper": "Bahdanau et al. 2015", "table": "Table 1", "shows": "BLEU, all and no-UNK"}},
     "shu_table1": {"category": PAPER_TABLES, "labels": {
-        "paper": "Shu & Nakayama 2017", "table": "Table 1", "shows": "window, BLEU and RIBES by τ"}},
+        "paper": "Shu & Nakayama 2017", "table": "Table 1", "shows": "window, BLEU, RIBES by τ"}},
     "shu_table3": {"category": PAPER_TABLES, "labels": {
-        "paper": "Shu & Nakayama 2017", "table": "Table 3", "shows": "decoding time per sentence"}},
+        "paper": "Shu & Nakayama 2017", "table": "Table 3", "shows": "decoding time"}},
     "learning_curves": {"category": FIGURES, "labels": {
-        "paper": "Luong et al. 2015", "figure": "Fig. 5", "shows": "dev perplexity during training"}},
+        "paper": "Luong et al. 2015", "figure": "Fig. 5", "shows": "dev ppl during training"}},
     "bleu_by_length": {"category": FIGURES, "labels": {
-        "paper": "Luong et al. 2015", "figure": "Fig. 6", "shows": "BLEU by source sentence length"}},
+        "paper": "Luong et al. 2015", "figure": "Fig. 6", "shows": "BLEU by sentence length"}},
     "attention_heatmaps": {"category": FIGURES, "labels": {
-        "paper": "Bahdanau et al. 2015", "figure": "Fig. 3", "shows": "attention weights, one row per type"}},
+        "paper": "Bahdanau et al. 2015", "figure": "Fig. 3", "shows": "attention weights"}},
     "window_tradeoff": {"category": FIGURES, "labels": {
-        "paper": "Shu & Nakayama 2017", "figure": "Fig. 3", "shows": "window size against BLEU over τ"}},
+        "paper": "Shu & Nakayama 2017", "figure": "Fig. 3", "shows": "window vs BLEU over τ"}},
     "vision_span": {"category": FIGURES, "labels": {
-        "paper": "Shu & Nakayama 2017", "figure": "Fig. 4", "shows": "vision span per decoding step"}},
+        "paper": "Shu & Nakayama 2017", "figure": "Fig. 4", "shows": "vision span per step"}},
 }
 
 #: tables shown on the landing page, in this order
@@ -57,11 +57,12 @@ LANDING_TABLES = ("summary", "findings")
 # Scoped to the fragment, so the report's own page keeps its look. The `:has` rules lay out the
 # page that holds it: from the top left instead of centred (a centred page taller or wider than
 # the window is cut off), and the column Snakemake gives the workflow description (32rem, beside
-# the rule graph) widened to the free width, in which a wide table scrolls sideways.
+# the rule graph) widened to the whole width, the rule graph below it; a wide table scrolls
+# sideways.
 _STYLE = """<style>
 div.h-screen:has(.nmt-landing){align-items:flex-start;justify-content:flex-start}
-div.h-screen>div:has(.nmt-landing){min-width:0;width:100%}
-div.py-2:has(.nmt-landing){flex:1 1 0%;min-width:0}
+div.h-screen>div:has(.nmt-landing){min-width:0;width:100%;flex-wrap:wrap}
+div.py-2:has(.nmt-landing){flex:1 1 100%;min-width:0}
 div.max-w-lg:has(.nmt-landing){max-width:none}
 .nmt-landing{font-size:13px;line-height:1.35;color:#1e293b}
 .nmt-landing h3{font-size:15px;font-weight:600;margin:1.1em 0 .3em}
@@ -71,7 +72,7 @@ div.max-w-lg:has(.nmt-landing){max-width:none}
 .nmt-landing th,.nmt-landing td{border:1px solid #cbd5e1;padding:2px 6px;text-align:left;vertical-align:top}
 .nmt-landing th{background:#f1f5f9;white-space:nowrap;font-weight:600}
 .nmt-landing td{white-space:nowrap}
-.nmt-landing td.nmt-long{white-space:normal;min-width:14em;max-width:30em}
+.nmt-landing td.nmt-long{white-space:normal;min-width:22em;max-width:36em}
 .nmt-landing tbody tr:nth-child(even) td{background:#f8fafc}
 .nmt-landing td.holds{background:#d9f2d9!important}
 .nmt-landing td.fails{background:#f8d7d7!important}
