@@ -290,7 +290,7 @@ def check_option(cls: type, key: str, value: Any, where: str) -> Any:
     if not isinstance(value, allowed) or (isinstance(value, bool) and "bool" not in names):
         hint = ""
         if isinstance(value, str) and "float" in names and is_number(value):
-            hint = f"; YAML reads {value} as a string: write it with a dot and a signed exponent, e.g. 1.0e-4"
+            hint = f"; {yaml_number_hint(value)}"
         raise ConfigError(f"{where}: expected {' or '.join(names)}, got {value!r} ({type(value).__name__}){hint}")
     choices = f.metadata.get("choices")
     if choices is not None and value not in choices:
@@ -552,6 +552,14 @@ def estimate_parameters(m: ModelConfig, src_vocab: int, tgt_vocab: int) -> int:
     vs, vt = src_vocab + _SPECIALS, tgt_vocab + _SPECIALS
     return ((vs + vt) * E + rnn(m.encoder_rnn, E, m.layers, dirs) + rnn(m.decoder_rnn, decoder_input, m.layers, 1)
             + bridge + score + output + (out_size + 1) * vt)
+
+
+def yaml_number_hint(text: str) -> str:
+    """What to say of a number that YAML 1.1 read as the string ``text`` (``1e-4``): why, and
+    how to write it (:func:`yaml_float`)."""
+    spelling = yaml_float(text)
+    fix = f"write {spelling}" if spelling else "write it with a dot and a signed exponent, e.g. 1.0e-4"
+    return f"YAML 1.1 reads {text} as a string (a number needs a dot and a signed exponent): {fix}"
 
 
 def yaml_float(text: str) -> str | None:

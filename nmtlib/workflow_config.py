@@ -20,7 +20,7 @@ import jsonschema
 import yaml
 
 from nmtlib.config import (ConfigError, is_number, DecodeConfig, ModelConfig, TrainConfig, VariantConfig, closest,
-                           estimate_parameters, options_schema, resolve_variant, yaml_float)
+                           estimate_parameters, options_schema, resolve_variant, yaml_number_hint)
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -39,10 +39,7 @@ def _message(error: jsonschema.ValidationError) -> str:
     if error.validator == "enum":
         return f"{where}: {error.instance!r} is not one of {error.validator_value}"
     if error.validator == "type" and isinstance(error.instance, str) and is_number(error.instance):
-        spelling = yaml_float(error.instance)
-        fix = f"write {spelling}" if spelling else "write it with a dot and a signed exponent, e.g. 1.0e-4"
-        return (f"{where}: {error.message}; YAML 1.1 reads {error.instance} as a string (a number needs a dot and a "
-                f"signed exponent): {fix}")
+        return f"{where}: {error.message}; {yaml_number_hint(error.instance)}"
     if error.validator == "required":
         return f"{where}: {error.message}"
     return f"{where}: {error.message}"

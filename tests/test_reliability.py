@@ -99,7 +99,8 @@ def _corpus(name: str, test_src: str = "test_2016_flickr.de.gz"):
 
 @pytest.mark.parametrize("change, expected", [
     pytest.param(lambda c: c["variants"]["base"].update(windoww=3),
-                 ["invalid configuration: variants.base: unknown key(s) ['windoww']; allowed keys:", "'window'"],
+                 ["invalid configuration: variants.base: unknown key 'windoww' (did you mean 'window'?); allowed keys:",
+                  "'window'"],
                  id="unknown-variant-option"),
     pytest.param(_corpus("wmt99"), ["invalid configuration: data.corpus: unknown data set 'wmt99'",
                                     "valid names:", "multi30k"], id="unknown-data-set"),
@@ -112,8 +113,9 @@ def _corpus(name: str, test_src: str = "test_2016_flickr.de.gz"):
     pytest.param(lambda c: c.setdefault("train", {}).update(max_steps=-1),
                  ["invalid configuration: train.max_steps: -1 is less than the minimum of 0"], id="negative-max-steps"),
     pytest.param(lambda c: c["variants"]["base"].setdefault("train", {}).update(lr="1e-4"),
-                 ["invalid configuration: variants.base.train.lr: '1e-4' is not of type 'number'; YAML reads 1e-4 "
-                  "as a string: write it with a dot and a signed exponent, e.g. 1.0e-4"], id="yaml-1.1-exponent"),
+                 ["invalid configuration: variants.base.train.lr: '1e-4' is not of type 'number'; YAML 1.1 reads "
+                  "1e-4 as a string (a number needs a dot and a signed exponent): write 1.0e-4"],
+                 id="yaml-1.1-exponent"),
 ])
 def test_config_error_names_the_key_before_any_job(tmp_path, change, expected):
     config = write_yaml(tmp_path / "config.yaml", tiny_config(change))
