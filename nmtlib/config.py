@@ -41,13 +41,17 @@ def parse_setting(name: str) -> tuple[int, float | None]:
     return int(m.group(1)), (float(m.group(2)) if m.group(2) else None)
 
 
+def _run_keys() -> list[str]:
+    """The decode options a single run takes as they are (all but ``taus``: a run has one ``tau``)."""
+    return [f.name for f in dataclasses.fields(DecodeConfig) if f.name != "taus"]
+
+
 def run_settings(decode: DecodeConfig, setting: str) -> dict[str, Any]:
     """Everything one decoding run is decoded with: the variant's ``decode`` options but ``taus``,
     with the run's ``beam`` and ``tau`` from its ``setting`` (:func:`setting_name`). The workflow
     hands it to ``nmtlib translate --decode-json``; :func:`check_run_settings` reads it back."""
     beam, tau = parse_setting(setting)
-    options = {f.name: getattr(decode, f.name) for f in dataclasses.fields(decode) if f.name != "taus"}
-    return {**options, "beam": beam, "tau": tau}
+    return {**{key: getattr(decode, key) for key in _run_keys()}, "beam": beam, "tau": tau}
 
 
 def check_run_settings(raw: Any, where: str) -> dict[str, Any]:
@@ -55,7 +59,7 @@ def check_run_settings(raw: Any, where: str) -> dict[str, Any]:
     definition; a missing key takes :class:`DecodeConfig`'s default, ``tau`` None (τ = ∞)."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a JSON object of decoding options, got {raw!r}")
-    known = [f.name for f in dataclasses.fields(DecodeConfig) if f.name != "taus"]
+    known = _run_keys()
     settings: dict[str, Any] = {key: getattr(DecodeConfig, key) for key in known}
     for key, value in raw.items():
         if key == "tau":

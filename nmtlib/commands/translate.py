@@ -101,16 +101,15 @@ def experiment_settings(model: Path) -> Path | None:
 def decode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """The run's decoding options and where they came from: DecodeConfig's defaults < the
     experiment's settings file < ``--decode-json`` < the flags given."""
-    source, base = "defaults", {}
-    if args.decode_json is not None:
-        source, base = "--decode-json", args.decode_json
+    if args.decode_json is not None:  # checked by argparse (_run_settings)
+        source, settings = "--decode-json", dict(args.decode_json)
     elif args.model and (path := experiment_settings(args.model[0])) is not None:
         try:
-            base = check_run_settings(json.loads(path.read_text(encoding="utf-8")), str(path))
+            source, settings = str(path), check_run_settings(json.loads(path.read_text(encoding="utf-8")), str(path))
         except (ValueError, OSError) as err:  # ConfigError and JSONDecodeError are ValueErrors
             raise NmtlibError(f"{path}: {err}") from None
-        source = str(path)
-    settings = check_run_settings(base, source)
+    else:
+        source, settings = "defaults", check_run_settings({}, "defaults")
     settings.update({key: getattr(args, key) for key in _FLAGS if getattr(args, key) is not None})
     if args.tau is not None:
         settings["tau"] = args.tau

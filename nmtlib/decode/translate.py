@@ -150,7 +150,7 @@ def load_models(
         raise ValueError("give both vocabulary files (--src-vocab and --tgt-vocab) or neither")
     loaded = [load_model(p, device, src_vocab_path, tgt_vocab_path) for p in model_paths]
     models, record = [m for m, _ in loaded], loaded[0][1]
-    if src_vocab_path is not None and tgt_vocab_path is not None:
+    if src_vocab_path is not None:  # and so tgt_vocab_path
         return models, Vocabulary.load(src_vocab_path), Vocabulary.load(tgt_vocab_path), record
     vocabs = [embedded_vocabularies(r, p) for p, (_, r) in zip(model_paths, loaded)]
     for p, (src, tgt) in zip(model_paths[1:], vocabs[1:]):
