@@ -31,6 +31,7 @@ def report_entry(path, name):
 # not the JSON. What a rerun needs is in params: the spec's sha256, so a changed spec (a variant's
 # paper_row or description, the `report:` settings) still reruns the rule, as Snakemake reruns a
 # job whose params changed.
+# The output folders are quoted from the global R for the same reason.
 REPORT_SPEC = report_spec()
 
 
@@ -60,5 +61,5 @@ rule make_report:
         mem_mb=4000,
         runtime=30,
     shell:
-        "{NMTLIB} report --spec {REPORT_SPEC:q} --tables {R}/tables --figures {R}/figures"
+        "{NMTLIB} report --spec {REPORT_SPEC:q} --tables {R:q}/tables --figures {R:q}/figures"
         " --landing {output.landing:q} > {log:q} 2>&1"
