@@ -12,7 +12,8 @@ from nmtlib.errors import InputError
 
 __all__ = ["read_lines", "file_digests", "sha256_file"]
 
-_CHUNK = 1 << 20
+#: bytes read at a time when a file is streamed (hashing, copying, downloading)
+CHUNK = 1 << 20
 
 
 def read_lines(path: str | PathLike[str]) -> list[str]:
@@ -45,7 +46,7 @@ def file_digests(path: str | PathLike[str], algos: Iterable[str] = ("sha256",)) 
     """Hex digests of a file's bytes, every algorithm in one pass (``{"md5": …, "sha1": …}``)."""
     hashers = {a: hashlib.new(a) for a in algos}
     with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
+        while chunk := fh.read(CHUNK):
             for h in hashers.values():
                 h.update(chunk)
     return {a: h.hexdigest() for a, h in hashers.items()}

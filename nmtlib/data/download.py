@@ -42,12 +42,11 @@ from nmtlib.data.cache import (
 from nmtlib.data.corpora import Dataset, FileEntry, Registry, RegistrySource, load_registry
 from nmtlib.data.fetching import file_lock, manual_error, obtain
 from nmtlib.errors import NmtlibError
+from nmtlib.files import CHUNK
 
 __all__ = ["fetch", "verify", "copy_verified"]
 
 log = logging.getLogger(__name__)
-
-_CHUNK = 1 << 20
 
 
 # --- fetch / verify -------------------------------------------------------------------------
@@ -243,7 +242,7 @@ def _copy_hashing(src: Path, out: Any) -> tuple[str, int, str | None]:
     d: Any = None
     problem: str | None = None
     with open(src, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
+        while chunk := fh.read(CHUNK):
             sha.update(chunk)
             size += len(chunk)
             if problem is not None:

@@ -31,13 +31,11 @@ from nmtlib.data.archives import sgm_to_text
 from nmtlib.data.cache import ENV_CACHE, check_file, move_aside
 from nmtlib.data.corpora import Dataset, FileEntry
 from nmtlib.errors import NmtlibError
-from nmtlib.files import file_digests
+from nmtlib.files import CHUNK, file_digests
 
 __all__ = ["file_lock", "manual_error", "obtain"]
 
 log = logging.getLogger(__name__)
-
-_CHUNK = 1 << 20
 
 
 def _user_agent() -> str:
@@ -116,7 +114,7 @@ def _download_once(
             ) as bar,
         ):
             try:
-                while chunk := response.read(_CHUNK):
+                while chunk := response.read(CHUNK):
                     out.write(chunk)
                     received += len(chunk)
                     bar.update(len(chunk))
