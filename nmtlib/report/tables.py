@@ -91,17 +91,13 @@ def write_table(
     column_notes = [] if shown.empty else list(dict.fromkeys(COLUMN_NOTES[c] for c in shown.columns
                                                              if c in COLUMN_NOTES))
     notes = "  \n".join(x for x in (notes, *column_notes) if x)
-    if shown.empty:
-        body = empty
-    else:
-        cells = pd.DataFrame({c: [_md_cell(v, c) for v in shown[c]] for c in shown.columns})
-        body = cells.to_markdown(index=False, disable_numparse=True)
+    cells = pd.DataFrame({c: [_md_cell(v, c) for v in shown[c]] for c in shown.columns})
+    body = empty if shown.empty else cells.to_markdown(index=False, disable_numparse=True)
     md = f"# {title}\n\n" + (f"{header}\n\n" if header else "") + body + "\n"
     if notes:
         md += f"\n{notes}\n"
     with atomic_write(path_csv.with_suffix(".md")) as f:
         f.write(md)
-    cells = pd.DataFrame({c: [_md_cell(v, c) for v in shown[c]] for c in shown.columns})
     with atomic_write(path_csv.with_suffix(".html")) as f:
         f.write(html_page(title, header, cells, notes, empty))
 
