@@ -179,6 +179,7 @@ def expected_jobs(config: dict) -> dict[str, int]:
         "train_model": len(variants) * seeds, "test_perplexity": len(variants) * seeds,
         "export_attention": len(attentional) * seeds, "translate": settings, "score_translation": settings,
         "make_report": 1, "all": 1,
+        "decode_settings": len(variants),  # each variant's decoding options beside its models
     }
     if config["data"].get("alignments"):
         jobs["score_alignment"] = len(attentional) * seeds
