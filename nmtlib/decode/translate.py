@@ -148,10 +148,12 @@ def load_models(
     carry are used, and must be the same in every member."""
     if (src_vocab_path is None) != (tgt_vocab_path is None):
         raise ValueError("give both vocabulary files (--src-vocab and --tgt-vocab) or neither")
+    if src_vocab_path is not None:  # and so tgt_vocab_path; files that are no vocabulary are named first
+        src_vocab, tgt_vocab = Vocabulary.load(src_vocab_path), Vocabulary.load(tgt_vocab_path)
     loaded = [load_model(p, device, src_vocab_path, tgt_vocab_path) for p in model_paths]
     models, record = [m for m, _ in loaded], loaded[0][1]
-    if src_vocab_path is not None:  # and so tgt_vocab_path
-        return models, Vocabulary.load(src_vocab_path), Vocabulary.load(tgt_vocab_path), record
+    if src_vocab_path is not None:
+        return models, src_vocab, tgt_vocab, record
     vocabs = [embedded_vocabularies(r, p) for p, (_, r) in zip(model_paths, loaded)]
     for p, (src, tgt) in zip(model_paths[1:], vocabs[1:]):
         if (src.itos, tgt.itos) != (vocabs[0][0].itos, vocabs[0][1].itos):
