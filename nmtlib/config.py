@@ -405,8 +405,8 @@ def resolve_variant(
     if finetune_from is not None:
         if not variants or finetune_from not in variants:
             raise ConfigError(
-                f"{where}.finetune_from: {finetune_from!r} is not a variant of this experiment; "
-                f"variants: {sorted(variants or {})}"
+                f"{where}.finetune_from: {finetune_from!r} is not a variant of this experiment"
+                f"{did_you_mean(finetune_from, variants or {})}; variants: {sorted(variants or {})}"
             )
         parent = {k: v for k, v in variants[finetune_from].items() if k not in VARIANT_META_KEYS}
         if set(model_raw) - {"arch"}:

@@ -12,6 +12,7 @@ names the key (as a dotted path) and, where there is a closed set, the allowed v
 from __future__ import annotations
 
 import dataclasses
+import json
 import statistics
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import jsonschema
 import yaml
 
 from nmtlib.config import (ConfigError, is_number, DecodeConfig, ModelConfig, TrainConfig, VariantConfig, closest,
-                           estimate_parameters, options_schema, resolve_variant, yaml_number_hint)
+                           did_you_mean, estimate_parameters, options_schema, resolve_variant, yaml_number_hint)
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -188,8 +189,15 @@ def validate_config(config: dict[str, Any], schema_path: str | Path, corpora: se
             raise ConfigError(f"ensembles.{name}: the name is already a variant's")
         unknown = [m for m in members if m not in variants]
         if unknown:
-            raise ConfigError(f"ensembles.{name}: unknown variant(s) {unknown}; variants: {sorted(variants)}")
+            raise ConfigError(f"ensembles.{name}: unknown variant(s) {_suggest(unknown, variants)}; "
+                              f"variants: {sorted(variants)}")
     return _only(config, resolved)
+
+
+def _suggest(unknown: list[str], names: Any) -> str:
+    """``['flexibel' (did you mean 'flexible'?)]``: unknown variant names, each with the name it
+    probably misspells."""
+    return f"[{', '.join(f'{n!r}{did_you_mean(n, names)}' for n in unknown)}]"
 
 
 def _only(config: dict[str, Any], resolved: dict[str, VariantConfig]) -> dict[str, VariantConfig]:
@@ -201,7 +209,8 @@ def _only(config: dict[str, Any], resolved: dict[str, VariantConfig]) -> dict[st
         return resolved
     unknown = [n for n in only if n not in resolved]
     if unknown:
-        raise ConfigError(f"only_variants: unknown variant(s) {unknown}; variants: {sorted(resolved)}")
+        raise ConfigError(f"only_variants: unknown variant(s) {_suggest(unknown, resolved)}; "
+                          f"variants: {sorted(resolved)}")
     for name in only:
         parent = resolved[name].finetune_from
         if parent is not None and parent not in only:
@@ -251,3 +260,94 @@ def _and(words: list[str]) -> str:
 
 def _millions(n: float) -> str:
     return f"{n / 1e6:.2g}M"
+
+
+# == One variant of an experiment, outside Snakemake (nmtlib train --config FILE --variant NAME) ==
+
+#: the workflow's config schema, in the repository beside the package (an editable install)
+SCHEMA = Path(__file__).resolve().parent.parent / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, VariantConfig]]:
+    """An experiment config file read and checked as the workflow reads it: keys given twice, the
+    schema (defaults filled in), every variant resolved.
+
+    :raises ConfigError: ``<file>: <what>``, one line.
+    """
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8") as stream:
+            config = yaml.load(stream, Loader=UniqueKeyLoader)
+    except OSError as err:
+        raise ConfigError(f"{path}: {err.strerror or err}") from None
+    except ConfigError:
+        raise
+    except yaml.YAMLError as err:  # a python/* tag among them: the safe loader refuses it
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(err).split())}") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: expected a mapping of config keys (experiment, data, variants, …)")
+    if not SCHEMA.is_file():
+        raise ConfigError(f"{SCHEMA}: the workflow's schema is not beside nmtlib; install nmtlib from its repository "
+                          f"(pip install -e .) to read experiment configs")
+    try:
+        variants = validate_config(config, SCHEMA)
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+    return config, variants
+
+
+def variant_spec(config: dict[str, Any], name: str) -> str:
+    """What trains variant ``name`` of a checked ``config``, as the JSON ``nmtlib train
+    --variant-json`` takes. The workflow passes it as a rule parameter, so a change retrains:
+    hence only what changes the weights — the variant's own options (no decoding options, no
+    report labels), the experiment's train defaults, and the chain of variants it fine-tunes from."""
+    from nmtlib.config import LABEL_KEYS
+
+    def keep(options: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in options.items() if k not in (*LABEL_KEYS, "decode")}
+
+    variants = config["variants"]
+    chain, parent = {}, variants[name].get("finetune_from")
+    while parent is not None:
+        chain[parent] = keep(variants[parent])
+        parent = variants[parent].get("finetune_from")
+    return json.dumps({
+        "name": name,
+        "options": keep(variants[name]),
+        "train_defaults": config.get("train") or {},
+        "variants": {name: keep(variants[name]), **chain},
+    }, sort_keys=True)
+
+
+def preprocess_record(data: dict[str, Any]) -> str:
+    """How an experiment's text was tokenized (``nmtlib prepare``'s options, from its ``data:``
+    section), as the JSON ``nmtlib train --preprocess-json`` keeps in model.pt so that ``nmtlib
+    translate --model model.pt`` takes raw text."""
+    tokenizer = data.get("tokenizer", {})
+    return json.dumps({
+        "src_lang": data["src"], "tgt_lang": data["tgt"],
+        "src_tokenizer": tokenizer.get("src", "none"), "tgt_tokenizer": tokenizer.get("tgt", "none"),
+        "lowercase": bool(data["lowercase"]), "escape": bool(data["escape"]),
+    }, sort_keys=True)
+
+
+def results_dir(config: dict[str, Any]) -> str:
+    """Where the workflow writes an experiment's results (relative to where it runs)."""
+    return f"results/{config['experiment']}"
+
+
+def train_files(config: dict[str, Any], variants: dict[str, VariantConfig], name: str, seed: int) -> dict[str, str]:
+    """The files that train seed ``seed`` of variant ``name``, as the workflow lays them out: the
+    prepared data, the vocabularies, the parent's model of a fine-tuning stage (``init``), and the
+    model folder (``out``)."""
+    r = results_dir(config)
+    files = {
+        "train_src": f"{r}/data/train.src", "train_tgt": f"{r}/data/train.tgt",
+        "dev_src": f"{r}/data/dev.src", "dev_tgt": f"{r}/data/dev.tgt",
+        "src_vocab": f"{r}/vocab/src.txt", "tgt_vocab": f"{r}/vocab/tgt.txt",
+    }
+    parent = variants[name].finetune_from
+    if parent is not None:
+        files["init"] = f"{r}/models/{parent}/seed{seed}/model.pt"
+    files["out"] = f"{r}/models/{name}/seed{seed}"
+    return files

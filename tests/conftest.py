@@ -117,7 +117,7 @@ def tiny_train_cmd(corpus: Path, out: Path, spec: dict) -> list[str]:
     return [sys.executable, "-m", "nmtlib", "train", "--variant-json", json.dumps(spec), "--threads", "1",
             "--train-src", str(c / "train.src"), "--train-tgt", str(c / "train.tgt"), "--dev-src", str(c / "dev.src"),
             "--dev-tgt", str(c / "dev.tgt"), "--src-vocab", str(c / "vocab.src"), "--tgt-vocab", str(c / "vocab.tgt"),
-            "--out-dir", str(out), "--no-progress"]
+            "--out", str(out), "--no-progress"]
 
 
 def train_tiny_model(corpus: Path, out: Path, spec: dict, *extra: str) -> Path:

@@ -338,8 +338,8 @@ def test_nmtlib_prepare_killed_mid_write_then_rerun_leaves_no_temporary_file(tmp
     tgt.write_text("".join(f"this is sentence {i} .\n" for i in range(lines)), encoding="utf-8")
     out = tmp_path / "data"
     argv = [sys.executable, "-m", "nmtlib", "prepare", "--src", str(src), "--tgt", str(tgt),
-            "--out-src", str(out / "test.src"), "--out-tgt", str(out / "test.tgt"), "--src-lang", "de",
-            "--tgt-lang", "en", "--src-tokenizer", "none", "--tgt-tokenizer", "none", "--stats",
+            "--src-out", str(out / "test.src"), "--tgt-out", str(out / "test.tgt"), "--src-lang", "de",
+            "--tgt-lang", "en", "--src-tokenizer", "none", "--tgt-tokenizer", "none", "--stats-out",
             str(out / "test.stats.json")]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)

@@ -242,6 +242,21 @@ def test_resolve_variant_suggests_too(raw, expected):
     assert str(err.value).startswith(expected), str(err.value)
 
 
+@pytest.mark.parametrize("old, new, expected", [
+    ("  ens: [global-general-feed]", "  ens: [global-genral-feed, nope]",
+     "ensembles.ens: unknown variant(s) ['global-genral-feed' (did you mean 'global-general-feed'?), 'nope']; "
+     "variants: ['base', 'global-general-feed']"),
+    ("seeds: [1]", "seeds: [1]\nonly_variants: [bsae]",
+     "only_variants: unknown variant(s) ['bsae' (did you mean 'base'?)]; variants: ['base', 'global-general-feed']"),
+    ("  base: {", "  ft: {finetune_from: global-general-fed}\n  base: {",
+     "variants.ft.finetune_from: 'global-general-fed' is not a variant of this experiment (did you mean "
+     "'global-general-feed'?); variants: ['base', 'ft', 'global-general-feed']"),
+])
+def test_a_misspelt_variant_name_gets_a_suggestion(tmp_path, old, new, expected):
+    assert fails_with(tmp_path, "--configfile", str(tiny_with(tmp_path, old, new))) == (
+        "invalid configuration: " + expected)
+
+
 # -- 5. one line, no location noise -------------------------------------------------------------
 
 def test_a_semantic_error_is_one_line_too(tmp_path):

@@ -52,7 +52,7 @@ def translate(model: Path, corpus: Path, prefix: Path, *extra: str) -> subproces
     return subprocess.run([
         sys.executable, "-m", "nmtlib", "translate", "--model", str(model), "--src", str(corpus / "test.src"),
         "--src-vocab", str(corpus / "vocab.src"), "--tgt-vocab", str(corpus / "vocab.tgt"),
-        "--out-prefix", str(prefix), "--threads", "1", "--no-progress", *extra], capture_output=True, text=True)
+        "--out", str(prefix), "--threads", "1", "--no-progress", *extra], capture_output=True, text=True)
 
 
 def test_the_json_decodes_as_the_flags_do_and_a_flag_beside_it_wins(model, tiny_corpus, tmp_path):

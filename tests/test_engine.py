@@ -260,7 +260,7 @@ def test_translate_cli_writes_unk_replaced_output_and_details(tiny_corpus, refer
     subprocess.run([
         sys.executable, "-m", "nmtlib", "translate", "--model", str(reference_run / "model.pt"),
         "--src", str(tiny_corpus / "test.src"), "--src-vocab", str(tiny_corpus / "vocab.src"),
-        "--tgt-vocab", str(tiny_corpus / "vocab.tgt"), "--out-prefix", str(prefix), "--beam", "3",
+        "--tgt-vocab", str(tiny_corpus / "vocab.tgt"), "--out", str(prefix), "--beam", "3",
         "--dict", str(tiny_corpus / "lexicon.tsv"), "--no-progress", "--threads", "1",
     ], check=True, capture_output=True, timeout=300)
     plain = Path(f"{prefix}.txt").read_text().splitlines()
@@ -363,9 +363,9 @@ def test_translate_without_unk_replace_copies_nothing_and_global_window_is_mean_
         subprocess.run([
             sys.executable, "-m", "nmtlib", "translate", "--model", str(tmp_path / "model" / "model.pt"),
             "--src", str(corpus / "test.src"), "--src-vocab", str(corpus / "vocab.src"),
-            "--tgt-vocab", str(corpus / "vocab.tgt"), "--out-prefix", str(prefix), "--beam", "3",
+            "--tgt-vocab", str(corpus / "vocab.tgt"), "--out", str(prefix), "--beam", "3",
             "--dict", str(corpus / "lexicon.tsv"), "--no-progress", "--threads", "1",
-            "--summary", str(summary), *flag,
+            "--summary-out", str(summary), *flag,
         ], check=True, capture_output=True, timeout=300)
         runs[bool(flag)] = (Path(f"{prefix}.txt").read_text(), Path(f"{prefix}.unk.txt").read_text(),
                             json.loads(summary.read_text()))

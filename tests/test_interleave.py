@@ -108,6 +108,6 @@ def test_translate_rejects_fewer_than_one_in_flight(tmp_path, capsys):
 
     with pytest.raises(SystemExit) as exit_:  # argparse checks the flag against DecodeConfig.in_flight's range
         main(["translate", "--model", str(tmp_path / "m.pt"), "--src", "s", "--src-vocab", "a", "--tgt-vocab", "b",
-              "--out-prefix", str(tmp_path / "out"), "--in-flight", "0"])
+              "--out", str(tmp_path / "out"), "--in-flight", "0"])
     assert exit_.value.code == 2
     assert "nmtlib translate: error: argument --in-flight: must be at least 1, got 0" in capsys.readouterr().err

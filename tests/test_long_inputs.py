@@ -41,7 +41,7 @@ def translate(model: Path, corpus: Path, src: Path, prefix: Path, *extra: str) -
     """``nmtlib translate`` as a process: exit code, stderr, and its peak resident memory in bytes."""
     cmd = [sys.executable, "-m", "nmtlib", "translate", "--model", str(model), "--src", str(src),
            "--src-vocab", str(corpus / "vocab.src"), "--tgt-vocab", str(corpus / "vocab.tgt"),
-           "--out-prefix", str(prefix), "--beam", "3", "--threads", "1", "--no-progress", *extra]
+           "--out", str(prefix), "--beam", "3", "--threads", "1", "--no-progress", *extra]
     with open(prefix.parent / f"{prefix.name}.stderr", "w+") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)

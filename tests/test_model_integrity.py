@@ -44,7 +44,7 @@ def train_args(corpus: Path, out: Path, spec: dict = SPEC, src_vocab: Path | Non
         "--train-src", str(corpus / "train.src"), "--train-tgt", str(corpus / "train.tgt"),
         "--dev-src", str(corpus / "dev.src"), "--dev-tgt", str(corpus / "dev.tgt"),
         "--src-vocab", str(src_vocab or corpus / "vocab.src"), "--tgt-vocab", str(tgt_vocab or corpus / "vocab.tgt"),
-        "--out-dir", str(out),
+        "--out", str(out),
     ]
     return args + (["--init-from", str(init_from)] if init_from else [])
 
@@ -99,10 +99,10 @@ def command(name: str, model: Path, corpus: Path, out: Path, src_vocab: Path, tg
     vocab = ["--src-vocab", str(src_vocab), "--tgt-vocab", str(tgt_vocab), "--threads", "1"]
     if name == "translate":
         return ["translate", "--model", str(model), "--src", str(corpus / "test.src"), "--beam", "2",
-                "--no-progress", "--out-prefix", str(out / "test"), *vocab]
+                "--no-progress", "--out", str(out / "test"), *vocab]
     if name == "align":
         return ["align", "--model", str(model), "--src", str(corpus / "test.src"), "--tgt", str(corpus / "test.tgt"),
-                "--attention-out", str(out / "test.npz"), "--links-out", str(out / "test.links"), *vocab]
+                "--out", str(out / "test.npz"), "--links-out", str(out / "test.links"), *vocab]
     if name == "evaluate":
         return ["evaluate", "perplexity", "--model", str(model), "--src", str(corpus / "test.src"),
                 "--tgt", str(corpus / "test.tgt"), "--out", str(out / "ppl.json"), *vocab]
@@ -246,7 +246,7 @@ def test_a_checkpoint_written_before_hashes_were_recorded_is_resumed_with_a_warn
     # what last.pt held before this change: no hashes, no epoch sums, the fingerprint of that time
     for key in ("vocabularies", "training_data", "epoch_sums"):
         del state[key]
-    state["fingerprint"] = config_fingerprint(load_variant(None, None, json.dumps(SPEC)), 1, None)
+    state["fingerprint"] = config_fingerprint(load_variant(json.dumps(SPEC)), 1, None)
     torch.save(state, last)
     (out / "model.pt").unlink()
     rc, err = cli(train_args(tiny_corpus, out), capsys)

@@ -243,9 +243,9 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         _run_cli(
             [
                 *common,
-                "--out-src",
+                "--src-out",
                 str(tmp_path / "a.en"),
-                "--out-tgt",
+                "--tgt-out",
                 str(tmp_path / "a.de"),
                 "--no-escape",
             ]
@@ -257,15 +257,15 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         _run_cli(
             [
                 *common,
-                "--out-src",
+                "--src-out",
                 str(tmp_path / "b.en"),
-                "--out-tgt",
+                "--tgt-out",
                 str(tmp_path / "b.de"),
                 "--drop-empty",
                 "--lowercase",
                 "--max-len",
                 "3",
-                "--stats",
+                "--stats-out",
                 str(tmp_path / "b.json"),
             ]
         )
@@ -281,7 +281,7 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     }
     assert "read 3, kept 1" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse rejects a tokenizer the name table lacks
-        _run_cli([*common[:-1], "kytea", "--out-src", "x", "--out-tgt", "y"])
+        _run_cli([*common[:-1], "kytea", "--src-out", "x", "--tgt-out", "y"])
 
 
 def test_write_lines_and_json_replace_whole_files_only(tmp_path: Path) -> None:

@@ -15,8 +15,7 @@ from test_report import _spec_json, make_experiment
 def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
     results = tmp_path / "results" / "unit"
     spec = make_experiment(results)
-    assert main(["report", "--spec", _spec_json(spec), "--tables", str(results / "tables"),
-                 "--figures", str(results / "figures")]) == 0
+    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
     # base, seed 1: the trainer's clock at each epoch end; its job's last attempt resumed and used 90 s of CPU
     (results / "models" / "base" / "seed1" / "train_log.csv").write_text(
         "epoch,step,lr,train_ppl,dev_ppl,target_tokens_per_s,elapsed_s\n"

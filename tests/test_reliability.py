@@ -175,11 +175,11 @@ def test_one_definition_checks_an_option_at_every_entry_point(tiny_corpus, tmp_p
                "--train-src", str(tiny_corpus / "train.src"), "--train-tgt", str(tiny_corpus / "train.tgt"),
                "--dev-src", str(tiny_corpus / "dev.src"), "--dev-tgt", str(tiny_corpus / "dev.tgt"),
                "--src-vocab", str(tiny_corpus / "vocab.src"), "--tgt-vocab", str(tiny_corpus / "vocab.tgt"),
-               "--out-dir", str(tmp_path / "model"), "--no-progress", *argv]
+               "--out", str(tmp_path / "model"), "--no-progress", *argv]
     else:
         cmd = ["translate", "--model", str(tmp_path / "model.pt"), "--src", str(tiny_corpus / "test.src"),
                "--src-vocab", str(tiny_corpus / "vocab.src"), "--tgt-vocab", str(tiny_corpus / "vocab.tgt"),
-               "--out-prefix", str(tmp_path / "out"), *argv]
+               "--out", str(tmp_path / "out"), *argv]
     try:
         code = nmtlib_main(cmd)
     except SystemExit as exit_:  # argparse's own error exit
@@ -197,9 +197,9 @@ def test_set_names_an_unknown_key_and_reads_numbers_as_json(tiny_corpus, tmp_pat
     spec = json.dumps({"name": "base", "options": {"attention": "none", "input_feed": False}})
     with pytest.raises(NmtlibError, match=r"^--set lr_decay=0.5: unknown option 'lr_decay'; valid options: "
                                           r"\['batch_size', .*'decay_factor'"):
-        load_variant(None, ["lr_decay=0.5"], spec)
+        load_variant(spec, ["lr_decay=0.5"])
     # JSON first: 1e-4 is a number here, where YAML 1.1 (the config file) would read a string
-    variant = load_variant(None, ["lr=1e-4", "bf16=true", "init_range=null", "optimizer=adam"], spec)
+    variant = load_variant(spec, ["lr=1e-4", "bf16=true", "init_range=null", "optimizer=adam"])
     assert (variant.train.lr, variant.train.bf16, variant.train.init_range, variant.train.optimizer) == (
         0.0001, True, None, "adam")
 
@@ -240,7 +240,7 @@ def test_a_file_that_is_not_a_vocabulary_is_named_with_its_line(tiny_corpus, tmp
     bad.write_bytes(content)
     code = nmtlib_main(["translate", "--model", str(tmp_path / "model.pt"), "--src", str(tiny_corpus / "test.src"),
                         "--src-vocab", str(bad), "--tgt-vocab", str(tiny_corpus / "vocab.tgt"),
-                        "--out-prefix", str(tmp_path / "out"), "--no-progress"])
+                        "--out", str(tmp_path / "out"), "--no-progress"])
     assert code == 2
     assert capsys.readouterr().err.strip() == f"nmtlib translate: error: {bad}: not a vocabulary: {reason}" + (
         "" if "UTF-8" in reason else " (write one with nmtlib vocab)")
@@ -257,8 +257,9 @@ def test_zero_threads_is_an_error_not_all_cores(capsys, command):
 
 
 def test_yaml_python_tags_are_refused_by_every_yaml_reader(tmp_path):
-    from nmtlib.commands.train import load_variant
+    from nmtlib.config import ConfigError
     from nmtlib.data.corpora import load_registry
+    from nmtlib.workflow_config import load_experiment
 
     marker = tmp_path / "YAML_PAYLOAD_RAN"
     payload = f'!!python/object/apply:os.system ["touch {marker}"]'
@@ -268,12 +269,12 @@ def test_yaml_python_tags_are_refused_by_every_yaml_reader(tmp_path):
     run = snakemake(tmp_path, "-n", "--configfile", str(config), timeout=120)
     assert run.returncode != 0
     assert "Config file is not valid JSON or YAML" in run.stdout + run.stderr
-    # nmtlib's own YAML readers (yaml.safe_load) name the file, the line and the tag
-    variant = tmp_path / "variant.yaml"
-    variant.write_text(f"name: {payload}\noptions: {{}}\n")
-    with pytest.raises(NmtlibError, match=rf"{re.escape(str(variant))}: could not determine a constructor "
-                                          r"for the tag 'tag:yaml.org,2002:python/object/apply:os.system'"):
-        load_variant(variant)
+    # nmtlib's own YAML readers (safe loaders) name the file, the line and the tag: the experiment
+    # config as nmtlib train --config reads it
+    with pytest.raises(ConfigError, match=rf"{re.escape(str(config))}: invalid YAML: could not determine a "
+                                          r"constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'"
+                                          r".* line 1"):
+        load_experiment(config)
     registry = tmp_path / "corpora.yaml"
     registry.write_text(f"datasets:\n  toy: {payload}\n")
     with pytest.raises(NmtlibError, match=rf"{re.escape(str(registry))}:2: invalid YAML"):
@@ -291,8 +292,8 @@ def _prepare(tmp_path: Path, src: Path, tgt: Path, name: str, *options: str) -> 
     return nmtlib_main([
         "prepare", "--src", str(src), "--tgt", str(tgt), "--src-lang", "en", "--tgt-lang", "de",
         "--src-tokenizer", "moses", "--tgt-tokenizer", "moses", "--no-escape",
-        "--out-src", str(tmp_path / f"{name}.src"), "--out-tgt", str(tmp_path / f"{name}.tgt"),
-        "--stats", str(tmp_path / f"{name}.json"), *options,
+        "--src-out", str(tmp_path / f"{name}.src"), "--tgt-out", str(tmp_path / f"{name}.tgt"),
+        "--stats-out", str(tmp_path / f"{name}.json"), *options,
     ])
 
 
@@ -337,7 +338,7 @@ def test_scoring_an_empty_test_set_is_an_error(tmp_path, capsys):
     for name in ("ref", "src", "hyp.txt", "hyp.unk.txt", "hyp.jsonl"):
         (tmp_path / name).write_text("")
     out = tmp_path / "score.json"
-    rc = nmtlib_main(["evaluate", "translation", "--prefix", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref"),
+    rc = nmtlib_main(["evaluate", "translation", "--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref"),
                       "--src", str(tmp_path / "src"), "--out", str(out)])
     assert rc == 2
     assert f"{tmp_path / 'ref'} is empty" in capsys.readouterr().err and not out.exists()
@@ -351,7 +352,7 @@ def test_training_on_an_empty_corpus_is_an_error(tiny_corpus, tmp_path, torch_gl
         "--train-src", str(tmp_path / "train.src"), "--train-tgt", str(tmp_path / "train.tgt"),
         "--dev-src", str(tiny_corpus / "dev.src"), "--dev-tgt", str(tiny_corpus / "dev.tgt"),
         "--src-vocab", str(tiny_corpus / "vocab.src"), "--tgt-vocab", str(tiny_corpus / "vocab.tgt"),
-        "--out-dir", str(tmp_path / "model"),
+        "--out", str(tmp_path / "model"),
     ])
     assert rc == 2 and "train.src" in capsys.readouterr().err
     assert not (tmp_path / "model" / "model.pt").exists()
@@ -421,7 +422,7 @@ def train_args(corpus: Path, out: Path) -> list[str]:
         "--train-src", str(corpus / "train.src"), "--train-tgt", str(corpus / "train.tgt"),
         "--dev-src", str(corpus / "dev.src"), "--dev-tgt", str(corpus / "dev.tgt"),
         "--src-vocab", str(corpus / "vocab.src"), "--tgt-vocab", str(corpus / "vocab.tgt"),
-        "--out-dir", str(out),
+        "--out", str(out),
     ]
 
 
@@ -569,7 +570,7 @@ def _translation(tmp_path: Path, hyps: list[str], refs: list[str]) -> list[str]:
     Path(f"{prefix}.jsonl").write_text("".join(json.dumps(d) + "\n" for d in details))
     (tmp_path / "ref").write_text("".join(r + "\n" for r in refs))
     (tmp_path / "src").write_text("".join(r + "\n" for r in refs))
-    return ["evaluate", "translation", "--prefix", str(prefix), "--ref", str(tmp_path / "ref"),
+    return ["evaluate", "translation", "--hyp", str(prefix), "--ref", str(tmp_path / "ref"),
             "--src", str(tmp_path / "src"), "--out", str(tmp_path / "score.json")]
 
 
@@ -641,7 +642,7 @@ def _translate(model: Path, corpus: Path, tmp_path: Path) -> int | str:
     try:
         return nmtlib_main(["translate", "--model", str(model), "--src", str(corpus / "test.src"), "--no-progress",
                             "--src-vocab", str(corpus / "vocab.src"), "--tgt-vocab", str(corpus / "vocab.tgt"),
-                            "--threads", "1", "--out-prefix", str(tmp_path / "out")])
+                            "--threads", "1", "--out", str(tmp_path / "out")])
     except Exception as err:  # noqa: BLE001 — what the user would see as a traceback
         return f"uncaught {type(err).__name__}: {err}"
 
@@ -829,7 +830,7 @@ def test_interrupted_workflow_finishes_the_rest_and_redoes_nothing(interrupted_w
 def test_paths_with_spaces_and_semicolons_reach_the_shell_quoted(interrupted_workflow):
     w = interrupted_workflow
     commands = shell_commands("\n".join(p.read_text() for p in w.logs))
-    translate = [c for c in commands if "translate" in c and "--out-prefix" in c]  # the decoding jobs
+    translate = [c for c in commands if "translate" in c and "--out" in c]  # the decoding jobs
     align = [c for c in commands if "alignment" in c]
     assert translate and align
     assert all(c[c.index("--dict") + 1] == str(w.gold / "lexicon.tsv") for c in translate)

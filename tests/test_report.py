@@ -167,7 +167,7 @@ def _spec_json(spec: collect.ExperimentSpec) -> str:
 
 def run_report(spec: collect.ExperimentSpec, out: Path) -> tuple[Path, Path]:
     tables, figures = out / "tables", out / "figures"
-    assert main(["report", "--spec", _spec_json(spec), "--tables", str(tables), "--figures", str(figures)]) == 0
+    assert main(["report", "--spec", _spec_json(spec), "--out", str(out)]) == 0
     return tables, figures
 
 
@@ -424,7 +424,7 @@ def test_experiment_without_results_writes_every_file_and_says_why_tables_are_em
 def test_unknown_paper_row_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = make_experiment(tmp_path / "results", with_results=False)
     spec.variants["base"]["paper_row"] = {"luong_table1": "base + reversed"}
-    code = main(["report", "--spec", _spec_json(spec), "--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f")])
+    code = main(["report", "--spec", _spec_json(spec), "--out", str(tmp_path / "out")])
     assert code == 2
     err = capsys.readouterr().err
     assert "variants.base.paper_row.luong_table1: no row 'base + reversed'" in err and "reverse" in err

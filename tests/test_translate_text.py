@@ -74,7 +74,7 @@ def test_flags_override_the_experiments_settings(work):
     greedy = nmtlib("translate", "--model", MODEL, "--beam", "1", stdin="\n".join(source) + "\n", cwd=work)
     assert greedy.returncode == 0 and "beam 1" in greedy.stderr
     files = nmtlib("translate", "--model", MODEL, "--src", str(work / EXP / "data" / "test.src"),
-                   "--out-prefix", str(work / "beam1"), "--beam", "1", "--no-progress", cwd=work)
+                   "--out", str(work / "beam1"), "--beam", "1", "--no-progress", cwd=work)
     assert files.returncode == 0, files.stderr
     assert greedy.stdout.splitlines() == (work / "beam1.unk.txt").read_text().splitlines()[:5]
 

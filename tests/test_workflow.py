@@ -201,7 +201,7 @@ def test_unk_replace_false_reaches_every_translate_command(tmp_path):
     config = write_config(tmp_path, lambda c: c["decode"].update(unk_replace=False))
     run = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(config), timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    commands = [line for line in run.stdout.splitlines() if " translate " in line and "--out-prefix" in line]
+    commands = [line for line in run.stdout.splitlines() if " translate " in line and " --out " in line]
     assert len(commands) == 3 and all("--dict" not in c for c in commands), commands
     assert [s["unk_replace"] for s in translate_settings(run.stdout)] == [False] * 3
     on = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(write_config(tmp_path, lambda c: None)),
@@ -213,7 +213,7 @@ def translate_settings(dry_run: str) -> list[dict]:
     """The ``--decode-json`` of every translate job in ``snakemake -n -p`` output."""
     out = []
     for line in dry_run.splitlines():
-        if " translate " in line and "--out-prefix" in line:
+        if " translate " in line and " --out " in line:
             words = shlex.split(line.split(">")[0])
             out.append(json.loads(words[words.index("--decode-json") + 1]))
     return out

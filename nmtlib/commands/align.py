@@ -14,7 +14,7 @@ from nmtlib.errors import NmtlibError
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("align", help="export attention of forced decoding (npz) and argmax links (1-based i-j)")
     add_forced_decoding_arguments(p)
-    p.add_argument("--attention-out", type=Path, required=True,
+    p.add_argument("--out", type=Path, required=True,
                    help="compressed NumPy file, one (T, S) matrix per sentence under its 0-based id")
     p.add_argument("--links-out", type=Path, required=True,
                    help="1-based source-target links, one line per sentence, rows assigned by Luong's footnote 14")
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         raise NmtlibError(str(err)) from None
     matrices = forced_attention(model, data, args.batch_size, device)
     # whole files or none: an interrupted run leaves no half file that a rerun would take as done
-    with atomic_write(args.attention_out, binary=True) as f:
+    with atomic_write(args.out, binary=True) as f:
         np.savez_compressed(f, **{str(i): m.astype(np.float32) for i, m in enumerate(matrices)})
     content_based = model.decoder.attention.score.content_based
 
@@ -66,5 +66,5 @@ def run(args: argparse.Namespace) -> int:
     if args.predicted_links_out is not None:
         with atomic_write(args.predicted_links_out) as f:
             f.write(links("predicted"))
-    print(json.dumps({"sentences": len(matrices), "attention": str(args.attention_out), "links": str(args.links_out)}))
+    print(json.dumps({"sentences": len(matrices), "attention": str(args.out), "links": str(args.links_out)}))
     return 0

@@ -27,7 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     t = actions.add_parser("translation", help="BLEU (tokenized, sacreBLEU), RIBES, length buckets, window, time")
-    t.add_argument("--prefix", type=Path, required=True, help="translation prefix: PREFIX.txt, .unk.txt, .jsonl")
+    t.add_argument("--hyp", type=Path, required=True, metavar="PREFIX",
+                   help="the translation: PREFIX.txt, PREFIX.unk.txt and PREFIX.jsonl, as nmtlib translate --out PREFIX "
+                        "writes them")
     t.add_argument("--ref", type=Path, required=True, help="tokenized reference")
     t.add_argument("--src", type=Path, required=True, help="tokenized source (length buckets, unknown words)")
     t.add_argument("--raw-ref", type=Path, default=None, help="untokenized reference for sacreBLEU")
@@ -66,7 +68,7 @@ def run_translation(args: argparse.Namespace) -> int:
     from nmtlib.metrics.ribes import corpus_ribes
     from nmtlib.metrics.window import mean_window
 
-    hyp_path, unk_path, details_path = (Path(f"{args.prefix}{ext}") for ext in (".txt", ".unk.txt", ".jsonl"))
+    hyp_path, unk_path, details_path = (Path(f"{args.hyp}{ext}") for ext in (".txt", ".unk.txt", ".jsonl"))
     hyps, hyps_unk, refs, srcs = (read_lines(p) for p in (hyp_path, unk_path, args.ref, args.src))
     check_parallel(str(hyp_path), hyps, str(args.ref), refs)
     check_parallel(str(args.src), srcs, str(args.ref), refs)

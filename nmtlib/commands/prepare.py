@@ -31,8 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--src", required=True, type=Path, metavar="IN_SRC", help="source input")
     p.add_argument("--tgt", required=True, type=Path, metavar="IN_TGT", help="target input")
-    p.add_argument("--out-src", required=True, type=Path, metavar="OUT_SRC", help="tokenized source, written here")
-    p.add_argument("--out-tgt", required=True, type=Path, metavar="OUT_TGT", help="tokenized target, written here")
+    p.add_argument("--src-out", required=True, type=Path, metavar="OUT_SRC", help="tokenized source, written here")
+    p.add_argument("--tgt-out", required=True, type=Path, metavar="OUT_TGT", help="tokenized target, written here")
     p.add_argument("--src-lang", required=True, metavar="L", help="source language code, e.g. en, de, ja")
     p.add_argument("--tgt-lang", required=True, metavar="L", help="target language code")
     p.add_argument(
@@ -82,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="drop pairs whose token-length ratio exceeds R (both sides non-empty)",
     )
     p.add_argument(
-        "--stats",
+        "--stats-out",
         type=Path,
         metavar="OUT_JSON",
         help="write {read, kept, dropped_long, dropped_empty, dropped_ratio} here",
@@ -101,15 +101,15 @@ def run(args: argparse.Namespace) -> int:
     stats = prepare_parallel(
         args.src,
         args.tgt,
-        args.out_src,
-        args.out_tgt,
+        args.src_out,
+        args.tgt_out,
         src_tokenizer=get_tokenizer(args.src_tokenizer, args.src_lang, escape=args.escape),
         tgt_tokenizer=get_tokenizer(args.tgt_tokenizer, args.tgt_lang, escape=args.escape),
         lowercase=args.lowercase,
         drop_empty=args.drop_empty,
         max_len=args.max_len,
         max_ratio=args.max_ratio,
-        stats_path=args.stats,
+        stats_path=args.stats_out,
         jobs=args.jobs,
         require_pairs=True,  # an empty split is an error here, not an empty file for later steps
     )

@@ -4,36 +4,57 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 
-from nmtlib.cli import add_threads_argument
+from nmtlib.cli import add_threads_argument, plain_text
 from nmtlib.errors import NmtlibError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train a variant; resumable; writes MODEL_DIR/model.pt")
+    p = sub.add_parser("train", help="train one variant of an experiment with one seed; resumable; writes model.pt",
+                       description=f"{plain_text(__doc__.split(chr(10) * 2)[0])}\n\n{_USAGE}",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     spec = p.add_mutually_exclusive_group(required=True)
-    spec.add_argument("--variant-config", type=Path, help="YAML/JSON file with the variant spec (see --variant-json)")
-    spec.add_argument("--variant-json", help="the variant spec as JSON: {name, options, train_defaults, "
-                      "decode_defaults, variants} (the workflow passes this)")
-    p.add_argument("--train-src", type=Path, required=True, help="tokenized training source, one sentence per line")
-    p.add_argument("--train-tgt", type=Path, required=True, help="tokenized training target, line-aligned")
-    p.add_argument("--dev-src", type=Path, required=True, help="tokenized dev source (perplexity, early stopping)")
-    p.add_argument("--dev-tgt", type=Path, required=True, help="tokenized dev target")
-    p.add_argument("--src-vocab", type=Path, required=True, help="source vocabulary (nmtlib vocab)")
-    p.add_argument("--tgt-vocab", type=Path, required=True, help="target vocabulary (nmtlib vocab)")
-    p.add_argument("--out-dir", type=Path, required=True, help="model folder (checkpoints/, train_log.csv, env.json, model.pt)")
+    spec.add_argument("--config", type=Path, metavar="FILE",
+                      help="an experiment config (config/config.yaml, config/experiments/*.yaml); with --variant")
+    spec.add_argument("--variant-json", metavar="JSON", help="the variant spec as JSON: {name, options, train_defaults, "
+                      "variants} (what the workflow passes)")
+    p.add_argument("--variant", metavar="NAME", help="with --config: the variant to train")
     p.add_argument("--seed", type=int, default=1, help="random seed of initialisation, order and dropout (default: 1)")
-    p.add_argument("--init-from", type=Path, default=None, help="start from this model.pt (fine-tuning stage)")
+    p.add_argument("--train-src", type=Path, help="tokenized training source, one sentence per line (default with "
+                   "--config: results/<experiment>/data/train.src)")
+    p.add_argument("--train-tgt", type=Path, help="tokenized training target, line-aligned")
+    p.add_argument("--dev-src", type=Path, help="tokenized dev source (perplexity, early stopping)")
+    p.add_argument("--dev-tgt", type=Path, help="tokenized dev target")
+    p.add_argument("--src-vocab", type=Path, help="source vocabulary (nmtlib vocab; default with --config: "
+                   "results/<experiment>/vocab/src.txt)")
+    p.add_argument("--tgt-vocab", type=Path, help="target vocabulary")
+    p.add_argument("--out", type=Path, metavar="DIR", help="model folder: model.pt, train_log.csv, env.json, "
+                   "checkpoints/ (default with --config: results/<experiment>/models/<variant>/seed<seed>, where "
+                   "the workflow would put it)")
+    p.add_argument("--init-from", type=Path, default=None, help="start from this model.pt (fine-tuning stage; default "
+                   "with --config: the parent variant's model of the same seed)")
     p.add_argument("--preprocess-json", type=_preprocess, default=None, metavar="JSON",
                    help="how the text was tokenized, kept in model.pt so that translate takes raw text: "
                         '{"src_lang", "tgt_lang", "src_tokenizer", "tgt_tokenizer", "lowercase", "escape"} '
-                        "(the workflow passes its data settings)")
+                        "(default with --config: the config's data settings)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a train option, e.g. --set max_steps=20 (repeatable)")
     add_threads_argument(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=run)
+
+
+_USAGE = """\
+Two ways to say what to train:
+
+  nmtlib train --config config/config.yaml --variant flexible [--seed 1]
+      a variant of an experiment config; the data, vocabularies and model folder default to
+      where the workflow puts them (results/<experiment>/...), so prepare the data first
+      (the error says which snakemake targets make the missing files)
+  nmtlib train --variant-json JSON --train-src ... --out DIR
+      what the workflow runs: every file given"""
 
 
 def _preprocess(text: str) -> dict:
@@ -51,18 +72,18 @@ def _preprocess(text: str) -> dict:
     return record
 
 
-def load_variant(path: Path | None, overrides: list[str] | None = None, text: str | None = None):
-    """A variant from its spec (a file or a JSON string), with ``train`` options overridden by
+def load_variant(text: str, overrides: list[str] | None = None, where: str = "--variant-json"):
+    """A variant from its spec as JSON (``--variant-json``, or
+    :func:`nmtlib.workflow_config.variant_spec` of a config), with ``train`` options overridden by
     KEY=VALUE pairs."""
     import yaml
 
     from nmtlib.config import ConfigError, TrainConfig, check_option, resolve_variant
 
-    where = str(path) if path is not None else "--variant-json"
     try:
         # JSON is parsed as JSON: YAML 1.1 would read 1e+30 as a string
-        raw = json.loads(text) if text is not None else yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, yaml.YAMLError) as err:
+        raw = json.loads(text)
+    except ValueError as err:
         raise NmtlibError(f"{where}: {err}") from None
     path = where
     if not isinstance(raw, dict) or "name" not in raw or "options" not in raw:
@@ -97,18 +118,61 @@ def _parse_value(text: str):
         return yaml.safe_load(text)
 
 
+def from_config(args: argparse.Namespace) -> tuple[str, dict[str, Path | None], dict | None]:
+    """``--config FILE --variant NAME``: the variant's spec, its files (each flag given wins over
+    the workflow's layout) and the config's tokenization record."""
+    from nmtlib.config import ConfigError, did_you_mean
+    from nmtlib.workflow_config import load_experiment, preprocess_record, train_files, variant_spec
+
+    if args.variant is None:
+        raise NmtlibError(f"--config {args.config}: name the variant to train with --variant NAME")
+    try:
+        config, variants = load_experiment(args.config)
+    except ConfigError as err:
+        raise NmtlibError(str(err)) from None
+    if args.variant not in variants:
+        raise NmtlibError(f"--variant {args.variant!r}: no such variant in {args.config}"
+                          f"{did_you_mean(args.variant, variants)}; variants: {', '.join(variants)}")
+    layout = train_files(config, variants, args.variant, args.seed)
+    files = {key: getattr(args, key) if getattr(args, key) is not None else Path(layout[key])
+             for key in ("train_src", "train_tgt", "dev_src", "dev_tgt", "src_vocab", "tgt_vocab", "out")}
+    files["init"] = args.init_from if args.init_from is not None else (Path(layout["init"]) if "init" in layout
+                                                                       else None)
+    missing = [str(path) for key, path in files.items() if key != "out" and path is not None and not path.exists()]
+    if missing:
+        raise NmtlibError(f"{', '.join(missing)}: not there yet; make {'them' if len(missing) > 1 else 'it'} with "
+                          f"snakemake --cores all --configfile {shlex.quote(str(args.config))} "
+                          f"{' '.join(shlex.quote(m) for m in missing)}")
+    preprocess = args.preprocess_json if args.preprocess_json is not None else json.loads(
+        preprocess_record(config["data"]))
+    return variant_spec(config, args.variant), files, preprocess
+
+
 def run(args: argparse.Namespace) -> int:
     from nmtlib.cli import set_threads
 
+    if args.config is not None:
+        text, files, preprocess = from_config(args)
+        where = f"{args.config}: variants.{args.variant}"
+    else:
+        if args.variant is not None:
+            raise NmtlibError("--variant names a variant of --config FILE; --variant-json carries its own")
+        needed = ("train_src", "train_tgt", "dev_src", "dev_tgt", "src_vocab", "tgt_vocab", "out")
+        absent = [f"--{key.replace('_', '-')}" for key in needed if getattr(args, key) is None]
+        if absent:
+            raise NmtlibError(f"--variant-json needs {', '.join(absent)} (or train a variant of a config: "
+                              f"--config FILE --variant NAME)")
+        text, preprocess, where = args.variant_json, args.preprocess_json, "--variant-json"
+        files = {key: getattr(args, key) for key in needed} | {"init": args.init_from}
     set_threads(args.threads)
     from nmtlib.train.trainer import Trainer, TrainingError, TrainPaths
 
-    variant = load_variant(args.variant_config, args.set, args.variant_json)
-    paths = TrainPaths(args.train_src, args.train_tgt, args.dev_src, args.dev_tgt, args.src_vocab,
-                       args.tgt_vocab, args.out_dir)
+    variant = load_variant(text, args.set, where)
+    paths = TrainPaths(files["train_src"], files["train_tgt"], files["dev_src"], files["dev_tgt"], files["src_vocab"],
+                       files["tgt_vocab"], files["out"])
     try:
-        result = Trainer(variant, paths, seed=args.seed, init_from=args.init_from,
-                         progress=not args.no_progress, preprocess=args.preprocess_json).run()
+        result = Trainer(variant, paths, seed=args.seed, init_from=files["init"],
+                         progress=not args.no_progress, preprocess=preprocess).run()
     except (TrainingError, ValueError, OSError) as err:
         raise NmtlibError(str(err)) from None
     print(json.dumps(result))

@@ -2,10 +2,10 @@
 
 Two ways in:
 
-- text (no --out-prefix): raw sentences from --src or standard input are tokenized as the
+- text (no --out): raw sentences from --src or standard input are tokenized as the
   model's experiment tokenized its data (recorded in model.pt), decoded, their unknown words
   replaced, detokenized and printed one per line; --tokenized takes and prints tokens.
-- files (--out-prefix, what the workflow runs): a tokenized --src in, PREFIX.txt,
+- files (--out PREFIX, what the workflow runs): a tokenized --src in, PREFIX.txt,
   PREFIX.unk.txt and PREFIX.jsonl (per-sentence details) out.
 
 Vocabularies come from the model file unless --src-vocab/--tgt-vocab are given. Decoding options:
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="model.pt (required); give several for an ensemble (averaged output distributions)")
     p.add_argument("--src", type=Path, default=None,
                    help="source file (text mode default: standard input; files mode: required, tokenized)")
-    p.add_argument("--out-prefix", type=Path, default=None,
+    p.add_argument("--out", type=Path, default=None, metavar="PREFIX",
                    help="files mode: write PREFIX.txt, PREFIX.unk.txt and PREFIX.jsonl instead of printing")
     p.add_argument("--tokenized", action="store_true",
                    help="text mode: the input is tokenized as the training data was; print tokens, not text")
@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="replace no <unk> (PREFIX.unk.txt is then the raw output; Shu & Nakayama's protocol)")
     p.add_argument("--device", default="auto", choices=option_choices(TrainConfig, "device"),
                    help="auto: CUDA when available (default: auto)")
-    p.add_argument("--summary", type=Path, default=None, help="files mode: also write the JSON summary here")
+    p.add_argument("--summary-out", type=Path, default=None, help="files mode: also write the JSON summary here")
     p.add_argument("--save-settings", type=Path, default=None, metavar="FILE",
                    help="write the decoding options (--decode-json and flags, checked) to FILE and exit; the "
                         f"workflow writes models/<variant>/{SETTINGS_FILE} so")
@@ -126,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.model:
         raise NmtlibError("give the model to translate with: --model PATH/model.pt")
-    if args.out_prefix is not None and args.src is None:
-        raise NmtlibError("--out-prefix translates a file: give it with --src")
+    if args.out is not None and args.src is None:
+        raise NmtlibError("--out translates a file: give it with --src")
     from nmtlib.cli import set_threads
 
     set_threads(args.threads)
@@ -141,18 +141,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         dictionary = load_dictionary(args.dict) if args.dict and settings["unk_replace"] else None
         with torch.no_grad():  # not torch.set_grad_enabled(False): in-process callers keep their autograd
-            if args.out_prefix is None:
+            if args.out is None:
                 return _translate_text(args, opts, settings, source, dictionary, select_device(args.device))
             from nmtlib.decode.translate import translate_file
 
-            result = translate_file(args.model, args.src, args.src_vocab, args.tgt_vocab, args.out_prefix, opts,
+            result = translate_file(args.model, args.src, args.src_vocab, args.tgt_vocab, args.out, opts,
                                     dictionary, select_device(args.device), progress=not args.no_progress,
                                     unk_replace=settings["unk_replace"])
     except (ValueError, FileNotFoundError) as err:
         raise NmtlibError(str(err)) from None
     result.update({key: settings[key] for key in ("tau", "beam", "tf32", "in_flight")})
-    if args.summary:
-        with atomic_write(args.summary) as f:
+    if args.summary_out:
+        with atomic_write(args.summary_out) as f:
             f.write(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
     return 0

@@ -11,8 +11,11 @@ from nmtlib.errors import NmtlibError
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("vocab", help="build a top-K vocabulary (<pad> <unk> <bos> <eos> first)")
-    p.add_argument("--input", type=Path, required=True, help="tokenized training text, one sentence per line")
-    p.add_argument("--output", type=Path, required=True, help="the vocabulary, one word per line, written here")
+    side = p.add_mutually_exclusive_group(required=True)
+    side.add_argument("--src", type=Path, help="tokenized training source, one sentence per line")
+    side.add_argument("--tgt", type=Path, help="tokenized training target (give --src or --tgt: the vocabulary of "
+                      "one side; the file's content is all that matters)")
+    p.add_argument("--out", type=Path, required=True, help="the vocabulary, one word per line, written here")
     p.add_argument("--size", type=int, default=50000, help="keep the SIZE most frequent words (default: 50000)")
     p.set_defaults(func=run)
 
@@ -24,9 +27,9 @@ def run(args: argparse.Namespace) -> int:
     if args.size < 1:
         raise NmtlibError(f"--size must be positive, got {args.size}")
     try:
-        vocab = Vocabulary.build(read_lines(args.input), args.size)
+        vocab = Vocabulary.build(read_lines(args.src or args.tgt), args.size)
     except (OSError, ValueError) as err:
         raise NmtlibError(str(err)) from None
-    vocab.save(args.output)
-    print(json.dumps({"output": str(args.output), "size": len(vocab)}))
+    vocab.save(args.out)
+    print(json.dumps({"out": str(args.out), "size": len(vocab)}))
     return 0

@@ -31,7 +31,7 @@ rule score_translation:
         mem_mb=2000,
         runtime=30,
     shell:
-        "{NMTLIB} evaluate translation --prefix {params.prefix:q} --ref {input.ref:q} --src {input.src:q}"
+        "{NMTLIB} evaluate translation --hyp {params.prefix:q} --ref {input.ref:q} --src {input.src:q}"
         " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q} {params.raw_ref}"
         " --tgt-lang {params.tgt_lang:q} --tgt-tokenizer {params.tgt_tok:q} --bucket-width {params.width}"
         " --out {output:q} > {log:q} 2>&1"
@@ -80,7 +80,7 @@ rule export_attention:
     shell:
         "{NMTLIB} align --model {input.model:q} --src {input.src:q} --tgt {input.tgt:q}"
         " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q} --threads {threads}"
-        " --attention-out {output.attention:q} --links-out {output.links:q}"
+        " --out {output.attention:q} --links-out {output.links:q}"
         " --predicted-links-out {output.predicted:q} > {log:q} 2>&1"
 
 

@@ -41,10 +41,10 @@ rule prepare_split:
         mem_mb=4000,
         runtime=120,
     shell:
-        "{NMTLIB} prepare --src {input.src:q} --tgt {input.tgt:q} --out-src {output.src:q} --out-tgt {output.tgt:q}"
+        "{NMTLIB} prepare --src {input.src:q} --tgt {input.tgt:q} --src-out {output.src:q} --tgt-out {output.tgt:q}"
         " --src-lang {params.src_lang:q} --tgt-lang {params.tgt_lang:q}"
         " --src-tokenizer {params.src_tok:q} --tgt-tokenizer {params.tgt_tok:q} {params.options}"
-        " --stats {output.stats:q} > {log:q} 2>&1"
+        " --stats-out {output.stats:q} > {log:q} 2>&1"
 
 
 # A checkpoint, so that models are judged by the vocabulary's content, not its mtime (issue #27).
@@ -75,4 +75,4 @@ checkpoint build_vocab:
         mem_mb=2000,
         runtime=30,
     shell:
-        "{NMTLIB} vocab --input {input:q} --output {output:q} --size {params.size} > {log:q} 2>&1"
+        "{NMTLIB} vocab --{wildcards.side} {input:q} --out {output:q} --size {params.size} > {log:q} 2>&1"

@@ -4,6 +4,7 @@
 import hashlib
 
 from nmtlib.commands.report import FIGURES as REPORT_FIGURES
+from nmtlib.commands.report import LANDING as REPORT_LANDING
 from nmtlib.commands.report import TABLES as REPORT_TABLES
 from nmtlib.report.page import ENTRIES as REPORT_ENTRIES
 
@@ -31,7 +32,7 @@ def report_entry(path, name):
 # not the JSON. What a rerun needs is in params: the spec's sha256, so a changed spec (a variant's
 # paper_row or description, the `report:` settings) still reruns the rule, as Snakemake reruns a
 # job whose params changed.
-# The output folders are quoted from the global R for the same reason.
+# The output folder is quoted from the global R for the same reason.
 REPORT_SPEC = report_spec()
 
 
@@ -52,7 +53,7 @@ rule make_report:
         *[report_entry(f"{R}/tables/{t}.html", t) for t in REPORT_TABLES],
         *[report_entry(f"{R}/figures/{f}.png", f) for f in REPORT_FIGURES],
         # the report's landing page embeds it (workflow/report/workflow.rst)
-        landing=f"{R}/report/landing.html",
+        landing=f"{R}/{REPORT_LANDING}",
     params:
         spec_sha256=hashlib.sha256(REPORT_SPEC.encode()).hexdigest()[:16],
     log:
@@ -61,5 +62,4 @@ rule make_report:
         mem_mb=4000,
         runtime=30,
     shell:
-        "{NMTLIB} report --spec {REPORT_SPEC:q} --tables {R:q}/tables --figures {R:q}/figures"
-        " --landing {output.landing:q} > {log:q} 2>&1"
+        "{NMTLIB} report --spec {REPORT_SPEC:q} --out {R:q} > {log:q} 2>&1"

@@ -60,6 +60,6 @@ rule translate:
         runtime=240,
     shell:
         "{NMTLIB} translate {params.models} --src {input.src:q} --src-vocab {input.src_vocab:q}"
-        " --tgt-vocab {input.tgt_vocab:q} --out-prefix {params.prefix:q} --decode-json {params.settings:q}"
+        " --tgt-vocab {input.tgt_vocab:q} --out {params.prefix:q} --decode-json {params.settings:q}"
         " {params.dictionary}"
         " --threads {threads} > {log:q} 2>&1"
