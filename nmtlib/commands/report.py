@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
         findings = findings_table(spec)
     except PaperRowError as err:
         raise NmtlibError(str(err)) from None
-    write_summary(summary, spec, tables / "summary.csv")
-    write_findings(findings, spec, tables / "findings.csv")
+    landing = {"summary": write_summary(summary, spec, tables / "summary.csv"),
+               "findings": write_findings(findings, spec, tables / "findings.csv")}
 
     figures.learning_curves(collect.learning_curves(spec), figs / "learning_curves.png")
     figures.bleu_by_length(collect.length_buckets(spec), figs / "bleu_by_length.png")
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     figures.window_tradeoff(collect.window_points(spec), collect.mean_source_length(spec),
                             figs / "window_tradeoff.png")
     figures.vision_span(collect.vision_spans(spec), figs / "vision_span.png")
-    write_landing(tables, args.out / LANDING)
+    write_landing(landing, args.out / LANDING)
     print(json.dumps({"tables": [str(tables / f"{t}.csv") for t in TABLES],
                       "figures": [str(figs / f"{f}.png") for f in FIGURES], "landing": str(args.out / LANDING),
                       "variants": len(summary)}))

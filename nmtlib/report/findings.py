@@ -42,7 +42,7 @@ from nmtlib.metrics.bleu import tokenized_bleu
 from nmtlib.report.collect import (ExperimentSpec, Ours, attention_label, data_description, test_sentences,
                                    translation_path)
 from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperRow, PaperTable
-from nmtlib.report.tables import assignments, write_table
+from nmtlib.report.tables import TableHtml, assignments, write_table
 
 HOLDS, FAILS, UNTESTED = "holds", "does not hold", "not tested"
 
@@ -467,8 +467,9 @@ def counts(df: pd.DataFrame) -> dict[str, int]:
     return {v: int((df["verdict"] == v).sum()) for v in (HOLDS, FAILS, UNTESTED)}
 
 
-def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv) -> None:
-    """``findings.csv`` and its Markdown rendering, with the verdicts counted in the header."""
+def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv) -> TableHtml:
+    """``findings.csv`` and its renderings, with the verdicts counted in the header; returns the HTML
+    rendering's parts."""
     c = counts(df)
     seeds = len(spec.seeds)
     spread = ("with one seed the run-to-run spread is unknown: a small difference may not survive another seed"
@@ -484,4 +485,4 @@ def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv) -> None:
              f"positive difference, '≫' at least {LARGE_GAIN:g} BLEU, 'as good as' and 'small loss' a loss of at most "
              f"{SMALL_LOSS:g} BLEU. Rows are found through each variant's paper_row, else by the variants' "
              "properties (said in note).")
-    write_table(df, path_csv, f"The papers' claims on experiment {spec.experiment}", notes, header)
+    return write_table(df, path_csv, f"The papers' claims on experiment {spec.experiment}", notes, header)

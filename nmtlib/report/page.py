@@ -4,16 +4,16 @@ Snakemake's report lists every registered result under a category, labelled by
 :data:`ENTRIES` (``workflow/rules/report.smk`` passes them to ``report(...)``), and opens an
 ``.html`` result in its main panel. Its landing page is the workflow description,
 ``workflow/report/workflow.rst``, which embeds the fragment :func:`write_landing` writes: the
-summary table and the findings, as their HTML renderings (``tables/<name>.html``) show them, so
-that the first screen of the report already carries the experiment's numbers.
+summary table and the findings, from the same rendering as their pages (``tables/<name>.html``),
+so that the first screen of the report already carries the experiment's numbers.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from nmtlib.atomic import atomic_write
+from nmtlib.report.tables import TableHtml
 
 #: categories of the report's menu, listed in this order (Snakemake sorts them by name)
 OVERVIEW, PAPER_TABLES, FIGURES = "1. Overview", "2. Paper tables", "3. Figures"
@@ -72,7 +72,7 @@ div.max-w-lg:has(.nmt-landing){max-width:none}
 .nmt-landing th,.nmt-landing td{border:1px solid #cbd5e1;padding:2px 6px;text-align:left;vertical-align:top}
 .nmt-landing th{background:#f1f5f9;white-space:nowrap;font-weight:600}
 .nmt-landing td{white-space:nowrap}
-.nmt-landing td.nmt-long{white-space:normal;min-width:22em;max-width:36em}
+.nmt-landing td.long{white-space:normal;min-width:22em;max-width:36em}
 .nmt-landing tbody tr:nth-child(even) td{background:#f8fafc}
 .nmt-landing td.holds{background:#d9f2d9!important}
 .nmt-landing td.fails{background:#f8d7d7!important}
@@ -81,56 +81,24 @@ div.max-w-lg:has(.nmt-landing){max-width:none}
 </style>"""
 
 
-def _body(page: str) -> str:
-    match = re.search(r"<body[^>]*>(.*)</body>", page, re.S | re.I)
-    return match.group(1) if match else page
+def _section(name: str, table: TableHtml) -> str:
+    """One table as a section of the landing page: its title, the paragraphs above the table, the
+    table (scrolling sideways when wide), and the paragraphs under it folded away."""
+    if not table.table:  # no rows: the rendering says why
+        return f'<section id="nmt-{name}"><h3>{table.title}</h3>{table.header}{table.empty}</section>'
+    notes = f"<details><summary>What the columns are</summary>{table.notes}</details>" if table.notes else ""
+    return (f'<section id="nmt-{name}"><h3>{table.title}</h3>{table.header}'
+            f'<div class="nmt-scroll">{table.table}</div>{notes}</section>')
 
 
-_CELL = re.compile(r'<td(?: class="([^"]*)")?>(.*?)</td>', re.S)
-#: a cell with more characters than this (text, not numbers) wraps; shorter ones stay on one line
-LONG_CELL = 30
-
-
-def _mark_long_cells(table: str) -> str:
-    def mark(m: re.Match) -> str:
-        classes, text = m.group(1) or "", m.group(2)
-        if len(text) > LONG_CELL:
-            classes = f"{classes} nmt-long".strip()
-        return (f'<td class="{classes}">' if classes else "<td>") + text + "</td>"
-
-    return _CELL.sub(mark, table)
-
-
-def _section(name: str, page: str) -> str:
-    """One table's rendering as a section of the landing page: its title, the paragraphs above the
-    table, the table (scrolling sideways when wide), and the paragraphs under it folded away."""
-    body = _body(page)
-    title_match = re.search(r"<h[1-6][^>]*>(.*?)</h[1-6]>", body, re.S)
-    title = title_match.group(1) if title_match else name
-    if title_match:
-        body = body[:title_match.start()] + body[title_match.end():]
-    table = re.search(r"<table\b.*?</table>", body, re.S | re.I)
-    if table is None:  # no rows: the rendering says why
-        return f'<section id="nmt-{name}"><h3>{title}</h3>{body}</section>'
-    above, below = body[:table.start()], body[table.end():]
-    notes = (f"<details><summary>What the columns are</summary>{below}</details>"
-             if below.strip() else "")
-    return (f'<section id="nmt-{name}"><h3>{title}</h3>{above}'
-            f'<div class="nmt-scroll">{_mark_long_cells(table.group(0))}</div>{notes}</section>')
-
-
-def landing_fragment(tables: Path) -> str:
-    """The landing page's HTML (a fragment, styles scoped to ``.nmt-landing``): the summary and the
-    findings from their renderings ``tables/summary.html`` and ``tables/findings.html``."""
-    sections = []
-    for name in LANDING_TABLES:
-        path = tables / f"{name}.html"
-        page = path.read_text(encoding="utf-8") if path.exists() else f"<p>{name}: not written</p>"
-        sections.append(_section(name, page))
+def landing_fragment(tables: dict[str, TableHtml]) -> str:
+    """The landing page's HTML (a fragment, styles scoped to ``.nmt-landing``): the
+    :data:`LANDING_TABLES` of ``tables``, as :func:`nmtlib.report.tables.write_table` rendered them."""
+    sections = [_section(name, tables[name]) for name in LANDING_TABLES]
     return f'{_STYLE}\n<div class="nmt-landing">\n' + "\n".join(sections) + "\n</div>\n"
 
 
-def write_landing(tables: Path, path: Path) -> None:
-    """:func:`landing_fragment` of the tables under ``tables``, written to ``path``."""
+def write_landing(tables: dict[str, TableHtml], path: Path) -> None:
+    """:func:`landing_fragment` of ``tables``, written to ``path``."""
     with atomic_write(path) as f:
         f.write(landing_fragment(tables))

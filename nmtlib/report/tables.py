@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +75,33 @@ def _md_cell(value: Any, column: str) -> str:
     return str(value)
 
 
+@dataclass(frozen=True)
+class TableHtml:
+    """A table's HTML rendering in parts, escaped: its title, the paragraphs above the table
+    (``header``), the ``<table>`` (empty when the table has no row, and ``empty`` says why) and
+    the paragraphs under it (``notes``). :meth:`page` is the standalone page
+    (``tables/<name>.html``); the report's landing page (:mod:`nmtlib.report.page`) lays out the
+    same parts its own way."""
+
+    title: str
+    header: str
+    table: str
+    notes: str
+    empty: str
+
+    def page(self) -> str:
+        body = self.table or self.empty
+        return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{self.title}</title>"
+                f"<style>{_STYLE}</style></head><body><h2>{self.title}</h2>{self.header}{body}"
+                f"{self.notes}</body></html>\n")
+
+
 def write_table(
     df: pd.DataFrame, path_csv: Path, title: str, notes: str = "", header: str = "", md_drop: tuple[str, ...] = (),
     empty: str = "(no rows)",
-) -> None:
+) -> TableHtml:
     """``path_csv`` with every column, and a Markdown and an HTML rendering beside it (``.md``,
-    ``.html``: the one ``snakemake --report`` shows on screen).
+    ``.html``: the one ``snakemake --report`` shows on screen); returns the HTML rendering's parts.
 
     The renderings leave out ``md_drop`` columns (constant provenance columns said in ``header``),
     print numbers with the papers' precision and missing numbers as an em dash, show ``empty``
@@ -98,8 +120,10 @@ def write_table(
         md += f"\n{notes}\n"
     with atomic_write(path_csv.with_suffix(".md")) as f:
         f.write(md)
+    rendered = table_html(title, header, cells, notes, empty)
     with atomic_write(path_csv.with_suffix(".html")) as f:
-        f.write(html_page(title, header, cells, notes, empty))
+        f.write(rendered.page())
+    return rendered
 
 
 _VERDICT_CLASS = {"holds": "holds", "does not hold": "fails", "not tested": "untested"}
@@ -108,14 +132,17 @@ table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 6px;text-
 th{background:#f3f3f3;position:sticky;top:0}tr:nth-child(even) td{background:#fafafa}
 td.holds{background:#d9f2d9!important}td.fails{background:#f8d7d7!important}td.untested{color:#888}
 p{max-width:75em}"""
+#: a cell with more characters than this is marked ``long`` (text, not numbers): the landing page
+#: lets it wrap and keeps shorter ones on one line
+LONG_CELL = 30
 
 
-def html_page(title: str, header: str, cells: pd.DataFrame, notes: str = "", empty: str = "(no rows)") -> str:
-    """A standalone HTML page of a table of formatted cells (verdict cells coloured)."""
+def table_html(title: str, header: str, cells: pd.DataFrame, notes: str = "", empty: str = "(no rows)") -> TableHtml:
+    """The HTML parts of a table of formatted cells: verdict cells coloured, long cells marked."""
     def para(text: str) -> str:
         return "".join(f"<p>{html.escape(line.strip())}</p>" for line in text.split("  \n") if line.strip())
 
-    body = f"<p>{html.escape(empty)}</p>"
+    table = ""
     if not cells.empty:
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cells.columns)
         rows = []
@@ -123,14 +150,12 @@ def html_page(title: str, header: str, cells: pd.DataFrame, notes: str = "", emp
             tds = []
             for c in cells.columns:
                 value = str(row[c])
-                cls = _VERDICT_CLASS.get(value) if c == "verdict" else None
-                tds.append(f"<td class=\"{cls}\">" if cls else "<td>")
-                tds[-1] += html.escape(value) + "</td>"
+                classes = " ".join(x for x in (_VERDICT_CLASS.get(value) if c == "verdict" else None,
+                                               "long" if len(value) > LONG_CELL else None) if x)
+                tds.append((f"<td class=\"{classes}\">" if classes else "<td>") + html.escape(value) + "</td>")
             rows.append("<tr>" + "".join(tds) + "</tr>")
-        body = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{_STYLE}</style></head><body><h2>{html.escape(title)}</h2>{para(header)}{body}"
-            f"{para(notes)}</body></html>\n")
+        table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return TableHtml(html.escape(title), para(header), table, para(notes), para(empty))
 
 
 def assignments(spec: ExperimentSpec) -> dict[str, dict[str, list[str]]]:
@@ -449,8 +474,8 @@ def summary_notes(spec: ExperimentSpec) -> str:
             f"{signatures}; paper_rows: the paper table rows the variant regenerates.")
 
 
-def write_summary(summary: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> None:
+def write_summary(summary: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> TableHtml:
     """``summary.csv`` (:func:`nmtlib.report.collect.summary_table`) and its renderings, with
     :func:`summary_notes` under them."""
-    write_table(summary, path_csv, f"Summary of experiment {spec.experiment}", summary_notes(spec),
+    return write_table(summary, path_csv, f"Summary of experiment {spec.experiment}", summary_notes(spec),
                 header=f"Experiment `{spec.experiment}` ({spec.results}), {data_description(spec)}, seeds {spec.seeds}.")
