@@ -162,7 +162,7 @@ def _translate_text(args: argparse.Namespace, opts, settings: dict[str, Any], so
                     device) -> int:
     """Text mode: raw lines in (a file or stdin), one translation per line on stdout."""
     from nmtlib.data.tokenize import get_tokenizer
-    from nmtlib.decode.translate import load_models, translate_tokens
+    from nmtlib.decode.translate import load_models, translate_tokens, warn_truncated
 
     where = str(args.src) if args.src is not None else "<stdin>"
     text = args.src.read_text(encoding="utf-8") if args.src is not None else sys.stdin.read()
@@ -182,9 +182,7 @@ def _translate_text(args: argparse.Namespace, opts, settings: dict[str, Any], so
     outputs, truncated = translate_tokens(models, [line.split() for line in lines], src_vocab, tgt_vocab, opts,
                                           device, dictionary, settings["unk_replace"],
                                           progress=not args.no_progress and len(lines) > 1)
-    for i, tokens in sorted(truncated.items()):
-        print(f"nmtlib translate: warning: {where}:{i + 1}: {tokens} tokens, translated from its first "
-              f"{opts.max_src_len} (decode max_src_len)", file=sys.stderr)
+    warn_truncated(truncated, opts.max_src_len, where)
     for words in outputs:
         line = " ".join(words)
         print(line if args.tokenized else tgt_tok.detokenize(line))

@@ -121,20 +121,26 @@ def decode_data(
     return hyps, times
 
 
-def limit_source_lengths(data: ParallelData, max_src_len: int | None, src_path: Path, out_prefix: Path,
-                         shown: int = 10) -> dict[int, int]:
-    """Cut the sources of ``data`` longer than ``max_src_len`` (:func:`truncate_sources`) and warn
-    on stderr, one line per cut line (the first ``shown``, then how many more).
-    Returns ``{index: tokens before the cut}``."""
-    cut = truncate_sources(data, max_src_len)
+def warn_truncated(cut: dict[int, int], max_src_len: int | None, where: Path | str, jsonl: Path | None = None,
+                   shown: int = 10) -> None:
+    """One warning line on stderr per source line cut at ``max_src_len`` (``cut`` is ``{index:
+    tokens before the cut}``): the first ``shown``, then how many more; with ``jsonl``, where the
+    record of each is."""
+    record = f" (see \"truncated_from\" in {jsonl})" if jsonl is not None else ""
     for n, (i, tokens) in enumerate(sorted(cut.items())):
         if n == shown:
-            print(f"nmtlib translate: warning: {src_path}: {len(cut) - shown} more line(s) over {max_src_len} tokens "
-                  f"truncated the same way (see \"truncated_from\" in {out_prefix}.jsonl)", file=sys.stderr)
+            print(f"nmtlib translate: warning: {where}: {len(cut) - shown} more line(s) over {max_src_len} tokens "
+                  f"truncated the same way{record}", file=sys.stderr)
             break
-        print(f"nmtlib translate: warning: {src_path}:{i + 1}: {tokens} tokens, translated from its first "
-              f"{max_src_len} (decode max_src_len); its record in {out_prefix}.jsonl says \"truncated_from\": "
-              f"{tokens}", file=sys.stderr)
+        print(f"nmtlib translate: warning: {where}:{i + 1}: {tokens} tokens, translated from its first "
+              f"{max_src_len} (decode max_src_len){record}", file=sys.stderr)
+
+
+def limit_source_lengths(data: ParallelData, max_src_len: int | None, src_path: Path, out_prefix: Path) -> dict[int, int]:
+    """Cut the sources of ``data`` longer than ``max_src_len`` (:func:`truncate_sources`) and warn
+    (:func:`warn_truncated`). Returns ``{index: tokens before the cut}``."""
+    cut = truncate_sources(data, max_src_len)
+    warn_truncated(cut, max_src_len, src_path, Path(f"{out_prefix}.jsonl"))
     return cut
 
 
