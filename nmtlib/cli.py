@@ -105,7 +105,7 @@ def set_threads(threads: int | None) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nmtlib", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="nmtlib", description=plain_text(__doc__.split("\n\n")[0]))
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
@@ -118,10 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def strip_markup(doc: str) -> str:
+    """A docstring without its reStructuredText markup (``x`` and :func:`x` become x), its lines kept."""
+    return re.sub(r":\w+:`~?([^`]+)`", r"\1", doc).replace("``", "")  # :func:`x` -> x
+
+
 def plain_text(doc: str) -> str:
     """A docstring paragraph as --help shows it: no reStructuredText markup, one line."""
-    doc = re.sub(r":\w+:`~?([^`]+)`", r"\1", doc)  # :func:`x` -> x
-    return " ".join(doc.replace("``", "").split())
+    return " ".join(strip_markup(doc).split())
 
 
 def _version() -> str:

@@ -19,7 +19,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "download",
         help="fetch or verify a registered data set (sha256-checked cache)",
-        description=__doc__.splitlines()[0] if __doc__ else None,
     )
     p.add_argument(
         "dataset", metavar="DATASET", help="a data set of nmtlib/data/corpora.yaml, e.g. multi30k"

@@ -27,7 +27,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "prepare",
         help="tokenize and clean a parallel corpus (plain or .gz inputs)",
-        description=__doc__.splitlines()[0] if __doc__ else None,
     )
     p.add_argument("--src", required=True, type=Path, metavar="IN_SRC", help="source input")
     p.add_argument("--tgt", required=True, type=Path, metavar="IN_TGT", help="target input")

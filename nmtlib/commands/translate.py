@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from nmtlib.atomic import atomic_write
-from nmtlib.cli import add_threads_argument
+from nmtlib.cli import add_threads_argument, strip_markup
 from nmtlib.errors import NmtlibError
 from nmtlib.config import (ConfigError, DecodeConfig, TrainConfig, argparse_type, check_run_settings, option_choices,
                            option_help)
@@ -36,9 +36,8 @@ _FLAGS = ("beam", "max_len_ratio", "length_norm", "batch_size", "cuda_graphs", "
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    first, _, rest = __doc__.partition("\n\n")
     p = sub.add_parser("translate", help="translate raw text (stdin to stdout) or a tokenized file",
-                       description=f"{first}\n\n{rest}", formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=strip_markup(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", type=Path, action="append", default=[],
                    help="model.pt (required); give several for an ensemble (averaged output distributions)")
     p.add_argument("--src", type=Path, default=None,
