@@ -39,9 +39,8 @@ def work(tmp_path_factory) -> Path:
 
 
 def test_a_variant_of_a_config_trains_as_the_workflow_trains_it(work):
-    # tiny.yaml has threads: 1, the workflow's --threads
-    run = nmtlib("train", "--config", str(TINY), "--variant", VARIANT, "--out", "by-hand", "--threads", "1",
-                 "--no-progress", cwd=work)
+    # no --threads: the config's (tiny.yaml: 1), as the workflow passes it
+    run = nmtlib("train", "--config", str(TINY), "--variant", VARIANT, "--out", "by-hand", "--no-progress", cwd=work)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout.splitlines()[-1])["step"] == 6  # tiny.yaml: max_steps 6
     ours = torch.load(work / "by-hand" / "model.pt", map_location="cpu", weights_only=True)
@@ -61,7 +60,7 @@ def test_a_variant_of_a_config_trains_as_the_workflow_trains_it(work):
 
 def test_without_out_the_model_goes_where_the_workflow_takes_it_up(work):
     # the fixture's workflow run trained global-general-feed only; base is trained by hand
-    run = nmtlib("train", "--config", str(TINY), "--variant", "base", "--threads", "1", "--no-progress", cwd=work)
+    run = nmtlib("train", "--config", str(TINY), "--variant", "base", "--no-progress", cwd=work)
     assert run.returncode == 0, run.stderr
     model = f"{EXP}/models/base/seed1/model.pt"
     assert json.loads(run.stdout.splitlines()[-1])["model"] == model

@@ -52,7 +52,8 @@ Two ways to say what to train:
   nmtlib train --config config/config.yaml --variant flexible [--seed 1]
       a variant of an experiment config; the data, vocabularies and model folder default to
       where the workflow puts them (results/<experiment>/...), so prepare the data first
-      (the error says which snakemake targets make the missing files)
+      (the error says which snakemake targets make the missing files), and --threads to the
+      config's threads
   nmtlib train --variant-json JSON --train-src ... --out DIR
       what the workflow runs: every file given"""
 
@@ -145,6 +146,8 @@ def from_config(args: argparse.Namespace) -> tuple[str, dict[str, Path | None], 
                           f"{' '.join(shlex.quote(m) for m in missing)}")
     preprocess = args.preprocess_json if args.preprocess_json is not None else json.loads(
         preprocess_record(config["data"]))
+    if args.threads is None:  # as the workflow runs it: CPU results depend on the thread count
+        args.threads = config["threads"]
     return variant_spec(config, args.variant), files, preprocess
 
 
