@@ -128,13 +128,16 @@ def candidates(lp: Tensor, scores: Tensor, A: int, width: int, K: int, ev: Tenso
     then flat indices row·V + token, best first), then each row's ``<eos>`` log-probability (for
     the length limit) and its score evaluations (zeros without attention)."""
     V = lp.shape[-1]
-    # One topk over each sentence's width·V totals. Two stages (each row's 2K best, then the
-    # sentence's) select the same candidates but measured no faster on an H100 and slower on a
-    # CPU below about 10K target words (benchmarks/RESULTS.md, G5).
-    total = (scores.unsqueeze(2) + lp.view(A, width, V)).view(A, width * V)
+    eos = lp[:, EOS_ID].view(A, width).double()  # read before the totals overwrite lp
+    # The totals are written over ``lp``, which nothing reads after this step: no second
+    # (rows, V) tensor to allocate and fill, and the same sums. One topk over each sentence's
+    # width·V totals. Two stages (each row's 2K best, then the sentence's) select the same
+    # candidates but measured no faster on an H100 and slower on a CPU below about 10K target
+    # words (benchmarks/RESULTS.md, G5).
+    total = lp.view(A, width, V).add_(scores.unsqueeze(2)).view(A, width * V)
     top_scores, top_idx = total.topk(min(2 * K, width * V), dim=1)  # sorted
     counts = ev.view(A, width).double() if ev is not None else lp.new_zeros(A, width, dtype=torch.float64)
-    return torch.cat([top_scores.double(), top_idx.double(), lp[:, EOS_ID].view(A, width).double(), counts], 1)
+    return torch.cat([top_scores.double(), top_idx.double(), eos, counts], 1)
 
 
 class EagerSteps:
