@@ -186,6 +186,10 @@ def worker_train(spec: dict) -> dict:
     from nmtlib.train.step import LossReader, reproducible_kernels
 
     reproducible_kernels()  # as Trainer does
+    if spec["device"] == "cpu":
+        from nmtlib.memory import keep_freed_memory
+
+        keep_freed_memory()  # as Trainer does on the CPU
     device = torch.device(spec["device"])
     losses = LossReader(device)  # the trainer's late loss reads (no host sync per step on a GPU)
     src_vocab, tgt_vocab = our_vocabs(spec)

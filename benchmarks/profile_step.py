@@ -47,6 +47,9 @@ def main(argv=None) -> int:
     from torch.profiler import ProfilerActivity, profile
 
     torch.set_num_threads(args.threads)
+    from nmtlib.memory import keep_freed_memory
+
+    keep_freed_memory()  # as Trainer and decode_data do on the CPU
     info = bc.machine_info(args.threads)
     bc.print_header(info)
     scale = bc.SCALES[args.scale]

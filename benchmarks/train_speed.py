@@ -75,6 +75,10 @@ def worker(args: argparse.Namespace) -> dict:
     from nmtlib.train.step import LossReader, reproducible_kernels
 
     reproducible_kernels()  # as Trainer does
+    if device.type == "cpu":
+        from nmtlib.memory import keep_freed_memory
+
+        keep_freed_memory()  # as Trainer does on the CPU
     losses = LossReader(device)  # the trainer's late loss reads (no host sync per step on a GPU)
     model = build_model(variant.model, scale.src_vocab, scale.tgt_vocab)
     init_uniform(model, variant.train.init_range)

@@ -1,6 +1,6 @@
 """Layers point one way: a module imports only from its own layer or the layers below it.
 
-From the bottom: shared helpers (errors, files, atomic writes, the config and its registries);
+From the bottom: shared helpers (errors, files, atomic writes, host memory, the config and its registries);
 data, metrics and models, which know nothing of one another (models may use the vocabulary's
 special symbols); checkpoints (load, save, the model a file holds, the device); decoding;
 training and reports; and the entry points on top (the command line and the workflow's config
@@ -17,7 +17,7 @@ from conftest import ROOT
 PACKAGE = ROOT / "nmtlib"
 #: layer of each top-level module or package of nmtlib; a module may import its own layer or lower
 LAYERS: dict[str, int] = {
-    "__init__": 0, "errors": 0, "files": 0, "atomic": 0, "registry": 0, "config": 0,
+    "__init__": 0, "errors": 0, "files": 0, "atomic": 0, "registry": 0, "config": 0, "memory": 0,
     "data": 1, "metrics": 1, "models": 1,
     "checkpoint": 2,
     "decode": 3,

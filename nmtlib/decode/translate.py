@@ -46,6 +46,7 @@ from nmtlib.decode.interleave import interleave
 from nmtlib.decode.steps import Ensemble
 from nmtlib.decode.unk import replace_unknowns
 from nmtlib.files import read_lines
+from nmtlib.memory import keep_freed_memory
 from nmtlib.metrics.window import mean_window
 from nmtlib.models.seq2seq import Seq2Seq
 
@@ -93,6 +94,8 @@ def decode_data(
     while the GPU computes another's step; on a CPU there is nothing to overlap, so one."""
     if opts.in_flight < 1:
         raise ValueError(f"decode in_flight must be at least 1, got {opts.in_flight}")
+    if device.type == "cpu":  # freed (rows, V) blocks are reused, not faulted in afresh every step (same results)
+        keep_freed_memory()
     ensemble = Ensemble(models, opts.tau)
     # steps that read values on the host (FlexibleAttention.host_bounds) run eagerly: GraphedSteps.search
     graphs = GraphedSteps(ensemble) if opts.cuda_graphs and device.type == "cuda" and not opts.greedy else None
