@@ -6,7 +6,8 @@ self CPU time) and cProfile (Python functions, own time), at small scale, 1 thre
     python benchmarks/profile_step.py --what decode --beam 12 --batch 30 --sentences 60
 
 Training: luong-global-general-feed (or ``--arch``) at the small scale (2x256, batch 64) on
-synthetic ids with WMT'14-like lengths, after ``--warmup`` untimed steps. Decoding: the same
+synthetic ids with WMT'14-like lengths (``--lengths enja``: small_parallel_enja's, the data of
+``peer_opennmt.py``), after ``--warmup`` untimed steps. Decoding: the same
 model shape, untrained, beam search over small_parallel_enja-like source lengths with every
 hypothesis forced to ``--length`` decoder steps (outputs of an untrained model would otherwise
 stop at once or run to the limit).
@@ -31,6 +32,8 @@ def main(argv=None) -> int:
     p.add_argument("--arch", default="luong-global-general-feed", choices=list(bc.ARCHS))
     p.add_argument("--scale", choices=sorted(bc.SCALES), default="small")
     p.add_argument("--steps", type=int, default=10, help="profiled training steps")
+    p.add_argument("--lengths", choices=["wmt14", "enja"], default="wmt14",
+                   help="training: sentence lengths of WMT'14 (default) or of small_parallel_enja (peer_opennmt.py's data)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--beam", type=int, default=12)
     p.add_argument("--batch", type=int, default=30, help="decoding batch (sentences)")
@@ -62,7 +65,7 @@ def main(argv=None) -> int:
     init_uniform(model, 0.1)
 
     if args.what == "train":
-        lengths, _ = bc.wmt14_lengths()
+        lengths, _ = bc.wmt14_lengths() if args.lengths == "wmt14" else bc.enja_lengths()
         batches = bc.synthetic_batches(lengths, scale.batch, args.warmup + args.steps, scale.src_vocab,
                                        scale.tgt_vocab)
         optimizer = build_optimizer(variant.train, model.parameters())
@@ -73,7 +76,8 @@ def main(argv=None) -> int:
         def work():
             for b in batches[args.warmup:]:
                 bc.train_step(model, optimizer, b, variant.train.clip, variant.train.loss_norm)
-        what = f"{args.steps} training steps of {args.arch}, {scale.name} scale, batch {scale.batch}"
+        what = (f"{args.steps} training steps of {args.arch}, {scale.name} scale, batch {scale.batch}, "
+                f"{args.lengths} lengths")
     else:
         from nmtlib.data.batching import ParallelData
         from nmtlib.decode.translate import DecodeOptions, decode_data
