@@ -41,8 +41,9 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
     assert "| no |" in local_p  # its job log has no resume
     for heading in ("## Findings", "## Summary", "### Shu & Nakayama 2017, Table 1", "## Figures"):
         assert heading in page, heading
-    # a paper table with no number of ours is named, not printed
-    assert "### Luong et al. 2015, Table 3" not in page and "luong_table3" in page
+    # a paper table no variant regenerates a row of is named, not printed
+    assert "### Luong et al. 2015, Table 3" not in page
+    assert "No variant of this experiment regenerates a row of: luong_table3." in page
     for name in ("learning_curves", "bleu_by_length", "window_tradeoff"):
         png = out.parent / "unit" / f"{name}.png"
         assert f"![{name}](unit/{name}.png)" in page

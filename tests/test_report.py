@@ -193,21 +193,23 @@ def _empty(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-#: paper tables of the fixture experiment in which no row has a number of ours (no variant maps a row)
-EMPTY_TABLES = {"luong_table3"}
+#: paper tables of which no variant or ensemble of the fixture experiment regenerates a row
+UNMAPPED_TABLES = {"luong_table3"}
 
 
 def test_every_table_has_csv_and_markdown(report) -> None:
     spec, tables, _ = report
     for name in TABLES:
+        if name in UNMAPPED_TABLES:  # written only when a row is regenerated (issue #29)
+            assert not any((tables / f"{name}.{ext}").exists() for ext in ("csv", "md", "html")), name
+            continue
         assert (tables / f"{name}.csv").stat().st_size > 0
         md = (tables / f"{name}.md").read_text(encoding="utf-8")
         assert md.startswith("# ")
         assert (tables / f"{name}.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
         assert "`unit`" in md, name
-        if name not in EMPTY_TABLES:
-            assert "synthetic src→tgt, test set of 6 sentences" in md, name
-    for name in set(paper.TABLES) - EMPTY_TABLES:
+        assert "synthetic src→tgt, test set of 6 sentences" in md, name
+    for name in set(paper.TABLES) - UNMAPPED_TABLES:
         df = _table(tables, name)
         # every row of the paper is there, in the paper's order, with the paper's citation
         keys = [r.key for r in paper.TABLES[name].rows]
@@ -399,24 +401,23 @@ def test_window_points(report) -> None:
 
 
 def test_experiment_without_results_writes_every_file_and_says_why_tables_are_empty(tmp_path: Path) -> None:
-    """Nothing run yet (or a config without those models): every table the workflow declares is
-    written, a paper table without a number of ours as a header-only CSV and one line saying why;
-    every figure says what is missing."""
+    """Nothing run yet: every table the workflow declares is written, a paper table that a variant
+    maps to but has no number of ours as a header-only CSV and one line saying why, a paper table
+    no variant maps to not at all; every figure says what is missing."""
     spec = make_experiment(tmp_path / "results", with_results=False)
     spec.variants = {"base": spec.variants["base"]}
     spec.ensembles = {}
     spec.settings = {"base": ["beam5"]}
     tables, figures = run_report(spec, tmp_path / "out")
-    for name in paper.TABLES:
-        df = _table(tables, name)
-        assert df.empty and "row" in df.columns, name
+    assert sorted(p.stem for p in tables.glob("*.csv")) == ["findings", "luong_table1", "summary"]
+    df = _table(tables, "luong_table1")
+    assert df.empty and "row" in df.columns
     # base maps Luong Table 1's "Base" row but has no result yet
     md = (tables / "luong_table1.md").read_text(encoding="utf-8")
     assert md == ("# Luong et al. 2015, Table 1: WMT'14 English-German results (progressive improvements)\n\n"
                   "No row of Luong et al. 2015, Table 1 has a number of ours in experiment `unit`, so this table is "
                   "left empty: base (no results, beam5) regenerates row 'base'. Paper: Luong, Pham & Manning 2015, "
                   "\"Effective Approaches to Attention-based Neural Machine Translation\" (EMNLP 2015), Table 1.\n")
-    assert "set paper_row: {shu_table1: <row>}" in (tables / "shu_table1.md").read_text(encoding="utf-8")
     for name in FIGURES:
         assert (figures / f"{name}.png").stat().st_size > 5_000
 

@@ -10,7 +10,10 @@ out by hand from those numbers.
 
 from __future__ import annotations
 
+import csv
+import fnmatch
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -18,6 +21,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
+from conftest import ROOT
+from nmtlib.commands.report import TABLES
 from nmtlib.report import collect, figures, tables
 from test_report import AER_PREDICTED, make_experiment, run_report
 
@@ -122,19 +127,17 @@ def test_gain_against_a_row_without_results_is_empty(tmp_path: Path) -> None:
 
 # --- paper tables without a number of ours -------------------------------------------------------
 
-def test_a_paper_table_without_ours_is_one_line_and_a_header(report) -> None:
-    _, out, _ = report
-    csv = (out / "luong_table3.csv").read_text(encoding="utf-8")
-    assert csv == ("row,section,system,paper_test_ppl,ours_test_ppl,paper_bleu,ours_bleu,bleu_after_unk_replace,"
-                   "paper_delta,ours_delta,ours_delta_vs,ours_from,note,paper_source,experiment,ours_data\n")
-    line = ("No variant of experiment `unit` maps to a row of Luong et al. 2015, Table 3, so this table has no "
-            "number of ours and is left empty (set paper_row: {luong_table3: <row>} in a variant's config; rows: "
-            "wmt15-sota, mila-rerank, base-reverse, global-location, global-location-feed, global-dot-drop-feed, "
-            f"unk). Paper: {LUONG_REFERENCE}, Table 3.")
-    md = (out / "luong_table3.md").read_text(encoding="utf-8")
-    assert md == f"# Luong et al. 2015, Table 3: WMT'15 German-English results (progressive improvements)\n\n{line}\n"
-    page = (out / "luong_table3.html").read_text(encoding="utf-8")
-    assert "<table>" not in page and "Luong et al. 2015, Table 3, so this table has no number of ours" in page
+def test_a_paper_table_no_variant_regenerates_is_not_written(tmp_path: Path) -> None:
+    """No variant of the fixture maps to Luong Table 3: no file of it, and the files an earlier
+    config left (Table 3 was mapped then) are removed, since their numbers of ours would be stale."""
+    spec = make_experiment(tmp_path / "results")
+    spec.variants["base"]["paper_row"]["luong_table3"] = "base-reverse"
+    out, _ = run_report(spec, tmp_path / "out")
+    assert pd.read_csv(out / "luong_table3.csv")["ours_from"].notna().any()
+    del spec.variants["base"]["paper_row"]["luong_table3"]
+    out, _ = run_report(spec, tmp_path / "out")
+    assert sorted(p.name for p in out.glob("luong_table3.*")) == []
+    assert (out / "luong_table1.csv").exists()
 
 
 def test_a_table_whose_only_mapped_row_cannot_have_ours_says_why(tmp_path: Path) -> None:
@@ -254,3 +257,50 @@ def test_bleu_axes_say_before_or_after_replacement(tmp_path: Path, drawn) -> Non
     assert sorted(flex.get_ydata()) == [11.0, 13.0, 13.5]
     # nmtlib evaluate scores the length buckets on the replaced output
     assert drawn["b"].get_ylabel() == "test BLEU after unk replacement (tokenized, %)"
+
+
+# --- captions ------------------------------------------------------------------------------------
+
+#: columns of text, not numbers (provenance; the table header says most of them)
+TEXT_COLUMNS = {"ours_from", "ours_data", "paper_source", "ours_device", "ours_delta_vs"}
+
+
+@pytest.fixture(scope="module")
+def every_table(tmp_path_factory) -> Path:
+    """The fixture experiment's tables, with a variant mapped to Luong Table 3 too: every table."""
+    root = tmp_path_factory.mktemp("captions")
+    spec = make_experiment(root / "results")
+    spec.variants["base"]["paper_row"]["luong_table3"] = "base-reverse"
+    out, _ = run_report(spec, root / "out")
+    return out
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_captions_say_what_each_number_is(every_table, table):
+    """A table's caption (workflow/report/<table>.rst, the entry's description in the report) names
+    every column of numbers the table has (``name``, or a ``*`` pattern), and no column it lacks."""
+    caption = (ROOT / "workflow" / "report" / f"{table}.rst").read_text(encoding="utf-8")
+    with open(every_table / f"{table}.csv", newline="", encoding="utf-8") as f:
+        header, *lines = list(csv.reader(f))
+    rows = [dict(zip(header, line)) for line in lines]
+    assert rows, table
+    named = re.findall(r"``([a-z*][a-z0-9_*]*)``", caption)
+
+    def numbers(column: str) -> bool:
+        if column in TEXT_COLUMNS:
+            return False
+        if column.startswith(("paper_", "ours_")):
+            return True
+        values = [r[column] for r in rows if r[column] and r[column] not in ("True", "False")]
+        return bool(values) and all(_number(v) is not None for v in values)
+
+    assert [n for n in named if not fnmatch.filter(header, n)] == [], "the caption names columns the table lacks"
+    assert [c for c in header if numbers(c) and not any(fnmatch.fnmatch(c, n) for n in named)] == []
+

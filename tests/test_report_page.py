@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import fnmatch
 import html
 import json
 import math
@@ -30,7 +29,6 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from nmtlib.commands.report import TABLES
 
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
 RES = "results/tiny"
@@ -244,7 +242,8 @@ def test_entries_are_labelled_and_categorised(work, tmp_path):
     dom = open_report(work, tmp_path, "menu:2. Paper tables")
     listing = tables_in(dom)
     rows = next(rows for rows in listing.values() if rows and rows[0][:3] == ["paper", "table", "shows"])
-    assert ["Luong et al. 2015", "Table 1"] in [r[:2] for r in rows[1:]] and len(rows) == 1 + 7
+    # the paper tables of which the tiny experiment regenerates a row (the ensemble fills Luong Table 6's)
+    assert [r[:2] for r in rows[1:]] == [["Luong et al. 2015", f"Table {n}"] for n in (1, 4, 6)]
     assert f"{RES}/tables/" not in text_of(dom)  # labels, not paths
 
 
@@ -275,29 +274,3 @@ def test_a_changed_spec_reruns_the_report_only(work, tmp_path):
     jobs = re.findall(r"^(?:local)?(?:rule|checkpoint) (\w+):$", run.stdout + run.stderr, re.M)
     assert sorted(set(jobs)) == ["all", "make_report"], jobs
     assert "Params have changed" in run.stdout + run.stderr
-
-
-#: columns of text, not numbers (provenance; the table header says most of them)
-TEXT_COLUMNS = {"ours_from", "ours_data", "paper_source", "ours_device", "ours_delta_vs"}
-
-
-@pytest.mark.parametrize("table", TABLES)
-def test_captions_say_what_each_number_is(work, table):
-    """A table's caption (workflow/report/<table>.rst, the entry's description in the report) names
-    every column of numbers the table has (``name``, or a ``*`` pattern), and no column it lacks."""
-    caption = (ROOT / "workflow" / "report" / f"{table}.rst").read_text(encoding="utf-8")
-    with open(work / RES / "tables" / f"{table}.csv", newline="", encoding="utf-8") as f:
-        header, *lines = list(csv.reader(f))  # a table with no number of ours has only its header
-    rows = [dict(zip(header, line)) for line in lines]
-    named = re.findall(r"``([a-z*][a-z0-9_*]*)``", caption)
-
-    def numbers(column: str) -> bool:
-        if column in TEXT_COLUMNS:
-            return False
-        if column.startswith(("paper_", "ours_")):
-            return True
-        values = [r[column] for r in rows if r[column] and r[column] not in ("True", "False")]
-        return bool(values) and all(_number(v) is not None for v in values)
-
-    assert [n for n in named if not fnmatch.filter(header, n)] == [], "the caption names columns the table lacks"
-    assert [c for c in header if numbers(c) and not any(fnmatch.fnmatch(c, n) for n in named)] == []

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
+
+from nmtlib.report.paper import TABLES as _PAPER
+from nmtlib.report.paper import tables_with_rows
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write tables (CSV + Markdown) and figures (PNG) of an experiment")
+    p = sub.add_parser("report", help="write tables (CSV + Markdown + HTML) and figures (PNG) of an experiment")
     p.add_argument("--spec", required=True, help="experiment spec as JSON (the workflow passes it)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="the experiment's results folder: tables go to DIR/tables/ (CSV, Markdown, HTML), figures "
@@ -17,12 +22,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-#: tables and figures ``nmtlib report`` writes (the workflow's REPORT_TABLES / REPORT_FIGURES)
-TABLES = ["summary", "findings", "luong_table1", "luong_table3", "luong_table4", "luong_table6", "bahdanau_table1",
-          "shu_table1", "shu_table3"]
+#: every table ``nmtlib report`` can write: the overview, then the papers' (:data:`PAPER_TABLES`); it
+#: writes a paper table only when the experiment regenerates one of its rows (:func:`tables_written`)
+PAPER_TABLES = list(_PAPER)
+TABLES = ["summary", "findings", *PAPER_TABLES]
+#: the figures it writes (the workflow's REPORT_FIGURES)
 FIGURES = ["learning_curves", "bleu_by_length", "attention_heatmaps", "window_tradeoff", "vision_span"]
 #: the HTML report's landing page, under --out (the workflow's report rule declares it)
 LANDING = "report/landing.html"
+
+
+def tables_written(paper_rows: Mapping[str, Mapping[str, Any] | None], ensembles: Iterable[str],
+                   report: Mapping[str, Any] | None) -> list[str]:
+    """The tables written for an experiment whose variants map to paper rows as ``paper_rows``
+    (variant → its ``paper_row``): the overview and the paper tables of which a variant or an
+    ensemble regenerates a row (the workflow's outputs; the same as the command decides)."""
+    return ["summary", "findings", *tables_with_rows(paper_rows, ensembles, report)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,10 +57,11 @@ def run(args: argparse.Namespace) -> int:
         raise NmtlibError(f"--spec: not an experiment spec as JSON ({str(err).splitlines()[0]})") from None
     try:
         summary = collect.summary_table(spec)
-        write_paper_tables(spec, tables)
+        paper = list(write_paper_tables(spec, tables))
         findings = findings_table(spec)
     except PaperRowError as err:
         raise NmtlibError(str(err)) from None
+    written = ["summary", "findings", *paper]
     landing = {"summary": write_summary(summary, spec, tables / "summary.csv"),
                "findings": write_findings(findings, spec, tables / "findings.csv")}
 
@@ -66,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                             figs / "window_tradeoff.png")
     figures.vision_span(collect.vision_spans(spec), figs / "vision_span.png")
     write_landing(landing, args.out / LANDING)
-    print(json.dumps({"tables": [str(tables / f"{t}.csv") for t in TABLES],
+    print(json.dumps({"tables": [str(tables / f"{t}.csv") for t in written],
                       "figures": [str(figs / f"{f}.png") for f in FIGURES], "landing": str(args.out / LANDING),
                       "variants": len(summary)}))
     return 0

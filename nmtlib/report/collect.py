@@ -227,23 +227,10 @@ def summary_table(spec: ExperimentSpec) -> pd.DataFrame:
 
 
 def ensemble_assignments(spec: ExperimentSpec) -> dict[str, list[str]]:
-    """Table → ensembles regenerating its ``ensemble`` row.
+    """Table → ensembles regenerating its ``ensemble`` row (:func:`nmtlib.report.paper.ensemble_tables`)."""
+    from nmtlib.report.paper import ensemble_tables
 
-    Ensembles have no config entry of their own to carry a ``paper_row``; the experiment's first
-    ensemble regenerates the ensemble rows (Luong Tables 1 and 6) unless the report options name
-    others under ``paper_rows: {<ensemble>: {<table>: ensemble}}``.
-    """
-    explicit = (spec.report or {}).get("paper_rows") or {}
-    out: dict[str, list[str]] = {}
-    named = [e for e in spec.ensembles if e in explicit]
-    if named:
-        for e in named:
-            for table in explicit[e]:
-                out.setdefault(table, []).append(e)
-    elif spec.ensembles:
-        first = next(iter(spec.ensembles))
-        out = {"luong_table1": [first], "luong_table6": [first]}
-    return out
+    return ensemble_tables(spec.ensembles, spec.report)
 
 
 class Ours:

@@ -3,9 +3,10 @@
 Each table has the paper's shape: every row of the paper (from :mod:`nmtlib.report.paper`) is
 listed with the paper's numbers, and ``ours_*`` columns beside them are filled from the variant
 (or ensemble) that regenerates the row — the variant's ``paper_row`` config names it. A row that
-no variant of the experiment regenerates keeps an empty "ours". A table in which no row has a
-number of ours is written empty: a CSV with only its header, and a Markdown and HTML page of one
-line saying why (:func:`write_paper_tables`). Our numbers are on the experiment's own data (said
+no variant of the experiment regenerates keeps an empty "ours". Only the tables of which a
+variant or an ensemble regenerates a row are written (:func:`write_paper_tables`); one whose
+rows all lack a number of ours (no results yet) is written empty, its page saying why.
+Our numbers are on the experiment's own data (said
 in every table), the paper's on the paper's; the papers are cited by authors, year, title and
 table.
 
@@ -32,7 +33,7 @@ import pandas as pd
 from nmtlib.atomic import atomic_write
 from nmtlib.report.collect import (SUMMARY_COLUMNS, ExperimentSpec, Ours, data_description, ensemble_assignments,
                                    parse_tau, translation_rows)
-from nmtlib.report.paper import TABLES, PaperRow, PaperTable, resolve_paper_row
+from nmtlib.report.paper import TABLES, PaperRow, PaperTable, resolve_paper_row, tables_with_rows
 
 MISSING = "—"
 
@@ -212,14 +213,10 @@ class _Builder:
         )
 
     def why_empty(self, df: pd.DataFrame) -> str:
-        """One line on why no row of ``df`` has a number of ours."""
+        """One line on why no row of ``df`` has a number of ours, though variants map to its rows."""
         t = self.table
         mapped = [f"{r['ours_from']} regenerates row {r['row']!r}" + (f" ({r['note']})" if r.get("note") else "")
                   for _, r in df.iterrows() if r.get("ours_from")]
-        if not mapped:
-            return (f"No variant of experiment `{self.spec.experiment}` maps to a row of {t.citation}, so this "
-                    f"table has no number of ours and is left empty (set paper_row: {{{t.name}: <row>}} in a "
-                    f"variant's config; rows: {', '.join(r.key for r in t.rows)}). Paper: {t.reference}.")
         return (f"No row of {t.citation} has a number of ours in experiment `{self.spec.experiment}`, so this "
                 f"table is left empty: {'; '.join(mapped)}. Paper: {t.reference}.")
 
@@ -443,22 +440,38 @@ def shu_table3(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
 
 
 def write_paper_tables(spec: ExperimentSpec, folder: Path) -> dict[str, pd.DataFrame]:
-    """Every paper table of :data:`nmtlib.report.paper.TABLES` under ``folder`` (CSV, Markdown,
-    HTML), and the tables built. A table in which no row has a number of ours (:func:`has_ours`)
-    is written empty, saying why in one line: the workflow declares every table as an output."""
-    ours = Ours(spec)
-    built = {
-        "luong_table1": progressive_table(spec, ours, TABLES["luong_table1"]),
-        "luong_table3": progressive_table(spec, ours, TABLES["luong_table3"]),
-        "luong_table4": luong_table4(spec, ours),
-        "luong_table6": luong_table6(spec, ours),
-        "bahdanau_table1": bahdanau_table1(spec, ours),
-        "shu_table1": shu_table1(spec, ours),
-        "shu_table3": shu_table3(spec, ours),
+    """The paper tables of which the experiment regenerates a row (:func:`paper_tables`) under
+    ``folder`` (CSV, Markdown, HTML), and the tables built. The files of the other paper tables,
+    left by an earlier config, are removed: a table no variant regenerates any more would show
+    stale numbers of ours. A table whose mapped rows have no number yet (:func:`has_ours`) is
+    written empty, saying why in one line."""
+    builders = {
+        "luong_table1": lambda: progressive_table(spec, ours, TABLES["luong_table1"]),
+        "luong_table3": lambda: progressive_table(spec, ours, TABLES["luong_table3"]),
+        "luong_table4": lambda: luong_table4(spec, ours),
+        "luong_table6": lambda: luong_table6(spec, ours),
+        "bahdanau_table1": lambda: bahdanau_table1(spec, ours),
+        "shu_table1": lambda: shu_table1(spec, ours),
+        "shu_table3": lambda: shu_table3(spec, ours),
     }
-    for name, df in built.items():
-        _Builder(spec, ours, TABLES[name]).write(df, folder)
+    assert set(builders) == set(TABLES), "one builder per paper table"
+    ours = Ours(spec)
+    written = paper_tables(spec)
+    built = {}
+    for name in TABLES:
+        if name in written:
+            built[name] = builders[name]()
+            _Builder(spec, ours, TABLES[name]).write(built[name], folder)
+        else:
+            for ext in ("csv", "md", "html"):
+                (folder / f"{name}.{ext}").unlink(missing_ok=True)
     return built
+
+
+def paper_tables(spec: ExperimentSpec) -> list[str]:
+    """The paper tables of which a variant or an ensemble of ``spec`` regenerates a row."""
+    return tables_with_rows({name: v.get("paper_row") for name, v in spec.variants.items()}, spec.ensembles,
+                            spec.report)
 
 
 def summary_notes(spec: ExperimentSpec) -> str:

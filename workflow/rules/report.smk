@@ -1,12 +1,16 @@
 # Tables (CSV + Markdown + HTML) and figures (PNG) of the experiment, each with a caption for
 # `snakemake --report`. Each name below has a caption in workflow/report/<name>.rst. The lists
-# come from `nmtlib report` itself, so the rule's outputs are exactly what the command writes.
+# come from `nmtlib report` itself, so the rule's outputs are exactly what the command writes: the
+# summary, the findings and the paper tables of which a variant (its `paper_row`) or an ensemble
+# regenerates a row.
 import hashlib
 
 from nmtlib.commands.report import FIGURES as REPORT_FIGURES
 from nmtlib.commands.report import LANDING as REPORT_LANDING
-from nmtlib.commands.report import TABLES as REPORT_TABLES
+from nmtlib.commands.report import tables_written
 from nmtlib.report.page import ENTRIES as REPORT_ENTRIES
+
+REPORT_TABLES = tables_written({name: v.paper_row for name, v in VARIANTS.items()}, ENSEMBLES, config.get("report"))
 
 
 def translation_details():
