@@ -351,3 +351,47 @@ def train_files(config: dict[str, Any], variants: dict[str, VariantConfig], name
         files["init"] = f"{r}/models/{parent}/seed{seed}/model.pt"
     files["out"] = f"{r}/models/{name}/seed{seed}"
     return files
+
+
+#: the local scheduling unit of a GPU: a job asks for its share in percent (``gpu_pct``), so
+#: ``snakemake --resources gpu_pct=100`` is one GPU whatever the experiment's ``jobs_per_gpu``
+GPU_PCT = 100
+
+
+def gpu_resources(jobs_per_gpu: int, shards_per_gpu: str | int | None = None,
+                  gpu_model: str | None = None) -> dict[str, Any]:
+    """Snakemake resources of one GPU job (training, decoding, perplexity, attention export) of an
+    experiment whose GPU jobs share each GPU ``jobs_per_gpu`` ways (its config key).
+
+    - ``gpu_pct``: the job's share of a GPU in percent, for a local run:
+      ``--resources gpu_pct=100`` lets ``jobs_per_gpu`` of them run at once on one GPU (Snakemake
+      resources are integers: a fraction would be rounded away);
+    - on Slurm, a job with a GPU to itself asks ``gpu=1`` (``sbatch --gpus=1``, or
+      ``--gpus=<gpu_model>:1``); jobs that share one ask for their share of the GPU's shards
+      (Slurm's ``shard`` GRES: ``--gres=shard:<shards_per_gpu / jobs_per_gpu>``), where the site
+      has shards (``shards_per_gpu``, as its gres.conf defines them per GPU). Without shards a
+      Slurm job gets a whole GPU: Slurm gives no job part of a GPU otherwise.
+
+    :raises ConfigError: a share smaller than one shard, or a shard count that is no positive integer.
+    """
+    if isinstance(jobs_per_gpu, bool) or not isinstance(jobs_per_gpu, int) or jobs_per_gpu < 1:
+        raise ConfigError(f"jobs_per_gpu: must be an integer of at least 1, got {jobs_per_gpu!r}")
+    res: dict[str, Any] = {"gpu_pct": GPU_PCT // jobs_per_gpu}
+    shards = None
+    if shards_per_gpu not in (None, ""):
+        try:
+            shards = int(shards_per_gpu)
+        except ValueError:
+            shards = 0
+        if shards < 1:
+            raise ConfigError(f"NMT_SLURM_GPU_SHARDS: shards per GPU, a positive integer, got {shards_per_gpu!r}")
+    if jobs_per_gpu == 1 or shards is None:
+        res["gpu"] = 1
+        if gpu_model:
+            res["gpu_model"] = gpu_model
+        return res
+    if shards < jobs_per_gpu:
+        raise ConfigError(f"jobs_per_gpu: {jobs_per_gpu} jobs cannot share a GPU of {shards} shards "
+                          f"(NMT_SLURM_GPU_SHARDS); give at most {shards}")
+    res["gres"] = f"shard:{shards // jobs_per_gpu}"
+    return res

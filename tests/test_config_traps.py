@@ -204,8 +204,8 @@ def test_the_suggested_spelling_is_accepted(tmp_path):
 
 # -- 4. unknown keys: did you mean --------------------------------------------------------------
 
-TOP_KEYS = "['cache_dir', 'data', 'decode', 'ensembles', 'experiment', 'only_variants', 'report', 'seeds', 'threads', " \
-           "'train', 'variants']"
+TOP_KEYS = "['cache_dir', 'data', 'decode', 'ensembles', 'experiment', 'jobs_per_gpu', 'only_variants', 'report', " \
+           "'seeds', 'threads', 'train', 'variants']"
 
 
 @pytest.mark.parametrize("old, new, expected", [
@@ -261,7 +261,7 @@ def test_a_misspelt_variant_name_gets_a_suggestion(tmp_path, old, new, expected)
 
 def test_a_semantic_error_is_one_line_too(tmp_path):
     """An error found after the schema (resolve_variant's combination checks) prints the same way."""
-    bad = tiny_with(tmp_path, "attention: global, score: general}", "attention: local-p, score: location}")
+    bad = tiny_with(tmp_path, "attention: global, score: general,", "attention: local-p, score: location,")
     assert fails_with(tmp_path, "--configfile", str(bad)) == (
         "invalid configuration: variants.global-general-feed.score: 'location' is a fixed-length vector over "
         "positions (Luong Eq. 9); it is defined for global attention only, not 'local-p'")

@@ -1,11 +1,12 @@
 """The workflow on a real Slurm cluster through the repository's profile (``slurm/``).
 
 - ``test_profile_dry_run_maps_resources``: ``snakemake --cores 8 --profile slurm -n`` from a
-  checkout's root; every job gets its rule's partition, GPU, runtime and memory from the
-  profile and its site settings from the environment (no cluster needed).
+  checkout's root; every job gets its rule's partition, runtime and memory from the profile,
+  its GPU (or its share of one: ``jobs_per_gpu``) from the rule, and its site settings from the
+  environment (no cluster needed).
 
 A single-node cluster (Debian's slurmctld, slurmd, slurmdbd + MariaDB, munge; see
-tests/slurm/cluster.py) is started for the other two and stopped after them:
+tests/slurm/cluster.py) is started for the others and stopped after them:
 
 - ``test_workflow_through_slurm``: ``snakemake --cores 8 --profile slurm`` runs the whole tiny
   workflow (tests/configs/tiny.yaml) in a copy of the repository; every job must have gone
@@ -15,7 +16,9 @@ tests/slurm/cluster.py) is started for the other two and stopped after them:
 - ``test_preempted_training_resumes``: a training job is requeued by Slurm mid-training, then
   sent SIGTERM (``scancel --signal=TERM``) and retried by Snakemake (the profile's ``retries``);
   each time training resumes from its checkpoint, and the final weights equal an uninterrupted
-  run's.
+  run's;
+- ``test_gpu_jobs_share_a_gpu_through_slurm``: with ``jobs_per_gpu: 2`` and the cluster's
+  ``shard`` GRES, training jobs ask for and get half of a GPU's shards, not a whole GPU.
 
 Needs root and apt-get (the packages are installed when missing). Without them the cluster
 tests skip with the reason; with NMT_REQUIRE_SLURM=1 (CI) they fail instead. Run:
@@ -85,6 +88,7 @@ def _slurm_env(cluster) -> dict[str, str]:
     env.update(NMT_SLURM_ACCOUNT=cluster_mod.ACCOUNT, NMT_SLURM_PARTITION=cluster_mod.CPU_PARTITION,
                NMT_SLURM_GPU_PARTITION=cluster_mod.GPU_PARTITION)
     env.pop("NMT_SLURM_GPU_MODEL", None)
+    env.pop("NMT_SLURM_GPU_SHARDS", None)
     return env
 
 
@@ -225,15 +229,21 @@ def local_tiny(tmp_path_factory: pytest.TempPathFactory) -> Run:
 
 
 # -- tests ---------------------------------------------------------------------------------------------
-def test_profile_dry_run_maps_resources(tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs_per_gpu, shards", [(1, None), (4, 8)])
+def test_profile_dry_run_maps_resources(tmp_path: Path, jobs_per_gpu: int, shards: int | None) -> None:
     """``snakemake --cores 8 --profile slurm -n`` from a checkout's root (no cluster needed): the
     profile is found, its site settings come from the environment, and every job gets the
-    partition, GPU, runtime and memory of its rule in slurm/config.yaml."""
+    partition, runtime and memory of its rule in slurm/config.yaml; a GPU job a whole GPU
+    (``gpu=1`` of the site's model), or with ``jobs_per_gpu: 4`` on a site of 8 shards per GPU, a
+    quarter of them (``gres=shard:2``), and ``gpu_pct`` its share in percent for local runs."""
     wd = _workdir(tmp_path / "checkout")
     env = _local_env()
     env.update(NMT_SLURM_ACCOUNT="acct1", NMT_SLURM_PARTITION="cpuq", NMT_SLURM_GPU_PARTITION="gpuq",
                NMT_SLURM_GPU_MODEL="a100")
-    text = Run(["--cores", "8", "--profile", "slurm", "-n"], wd, env, wd / "dry.log").check(RUN_TIMEOUT)
+    if shards:
+        env["NMT_SLURM_GPU_SHARDS"] = str(shards)
+    text = Run(["--cores", "8", "--profile", "slurm", "-n", "--config", f"jobs_per_gpu={jobs_per_gpu}"], wd, env,
+               wd / "dry.log").check(RUN_TIMEOUT)
     assert "Using profile slurm for setting default command line arguments" in text
     profile = yaml.safe_load((ROOT / "slurm" / "config.yaml").read_text())
     jobs = re.findall(r"^(local)?(?:rule|checkpoint) (\w+):\n(?:    .*\n)*?    resources: (.*)$", text, re.M)
@@ -248,10 +258,14 @@ def test_profile_dry_run_maps_resources(tmp_path: Path) -> None:
         want = profile["set-resources"][rule]
         assert res["slurm_account"] == "acct1", (rule, res)
         assert res["runtime"] == str(want["runtime"]) and res["mem_mb"] == str(want["mem_mb"]), (rule, res)
-        if rule in GPU_RULES:
-            assert (res["slurm_partition"], res.get("gpu"), res.get("gpu_model")) == ("gpuq", "1", "a100"), res
+        if rule in GPU_RULES and jobs_per_gpu == 1:
+            assert (res["slurm_partition"], res.get("gpu"), res.get("gpu_model"), res.get("gres"),
+                    res["gpu_pct"]) == ("gpuq", "1", "a100", None, "100"), res
+        elif rule in GPU_RULES:
+            assert (res["slurm_partition"], res.get("gpu"), res.get("gpu_model"), res.get("gres"),
+                    res["gpu_pct"]) == ("gpuq", None, None, "shard:2", "25"), res
         else:
-            assert res["slurm_partition"] == "cpuq" and "gpu" not in res, (rule, res)
+            assert res["slurm_partition"] == "cpuq" and not {"gpu", "gres", "gpu_pct"} & set(res), (rule, res)
     assert not (wd / "results").exists()
 
 
@@ -426,3 +440,34 @@ def test_preempted_training_resumes(cluster, tmp_path: Path) -> None:
     print(f"\n[slurm] training job {first}: requeued, resumed at step {requeued_at}; SIGTERM, retry {ids[1]} "
           f"resumed at step {retried_at} of {total}; weights equal the uninterrupted run; Slurm run "
           f"{run.seconds:.0f} s", file=sys.stderr)
+
+
+def test_gpu_jobs_share_a_gpu_through_slurm(cluster, tmp_path: Path) -> None:
+    """``jobs_per_gpu: 2`` on a site with shards (the test cluster: SHARDS_PER_GPU per GPU): the
+    tiny experiment's GPU jobs up to its models go through sbatch with ``--gres=shard:2`` (half of
+    a GPU's shards) instead of ``--gpus=1``, and Slurm's accounting shows the shards allocated."""
+    wd = _workdir(tmp_path / "slurm-shared")
+    env = _slurm_env(cluster)
+    env["NMT_SLURM_GPU_SHARDS"] = str(cluster_mod.SHARDS_PER_GPU)
+    models = [f"results/tiny/models/{v}/seed1/model.pt" for v in ("base", "global-general-feed")]
+    text = Run([*models, "--cores", "8", "--profile", "slurm", "--configfile", str(TINY),
+                "--config", "jobs_per_gpu=2", "--slurm-init-seconds-before-status-checks", "2"],
+               wd, env, wd / "snakemake.log").check(RUN_TIMEOUT)
+    blocks = _rule_blocks(text)
+    submitted = {int(j): sid for j, sid, _ in SUBMITTED.findall(text)}
+    train = [submitted[jobid] for local, rule, jobid in blocks if rule == "train_model"]
+    assert len(train) == 2, _tail(text)
+    others = [submitted[jobid] for local, rule, jobid in blocks if rule != "train_model" and jobid in submitted]
+    records = _sacct(cluster, train + others)
+    want = f"shard:{cluster_mod.SHARDS_PER_GPU // 2}"
+    for sid in train:
+        rec = records[sid]
+        assert rec["State"] == "COMPLETED" and rec["Partition"] == cluster_mod.GPU_PARTITION, rec
+        assert f"gres/shard={cluster_mod.SHARDS_PER_GPU // 2}" in rec["AllocTRES"], rec
+        assert "gres/gpu=" not in rec["AllocTRES"], rec
+        assert f" --gres={want} " in rec["SubmitLine"] + " " and " --gpus" not in rec["SubmitLine"], rec
+    for sid in others:  # data preparation: no GPU, no shard
+        assert "gres/" not in records[sid]["AllocTRES"], records[sid]
+    for model in models:
+        assert (wd / model).exists(), model
+

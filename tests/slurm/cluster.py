@@ -11,7 +11,8 @@ The cluster:
 - one node with the machine's CPUs and memory (``slurmd -C``), ``DefMemPerCPU`` set so that a
   job without ``--mem`` does not take the whole node;
 - ``GPUS`` "GPUs": a ``gpu`` GRES backed by placeholder files (the node has no GPU; Slurm only
-  counts and hands them out, so GPU-requesting jobs can be scheduled);
+  counts and hands them out, so GPU-requesting jobs can be scheduled), and ``SHARDS_PER_GPU``
+  ``shard`` GRES on each (Slurm's way of letting several jobs share one GPU);
 - partitions ``cpu`` (default) and ``gpu``, both on that node;
 - accounting through ``slurmdbd`` + MariaDB, as on a production cluster, so ``sacct`` works
   (the Snakemake Slurm plugin's default status command) and an account ``nmt`` exists;
@@ -49,6 +50,8 @@ ACCOUNT = "nmt"
 CPU_PARTITION = "cpu"
 GPU_PARTITION = "gpu"
 GPUS = 2
+#: ``shard`` GRES per GPU (gres.conf), what the profile's NMT_SLURM_GPU_SHARDS names
+SHARDS_PER_GPU = 4
 # small InnoDB files: the accounting database holds a few dozen rows
 MARIADB_OPTS = ["--innodb-log-file-size=8M", "--innodb-buffer-pool-size=32M",
                 "--innodb-data-file-path=ibdata1:10M:autoextend"]
@@ -182,7 +185,7 @@ SwitchType=switch/none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
-GresTypes=gpu
+GresTypes=gpu,shard
 DefMemPerCPU=1024
 MinJobAge=300
 KillWait=10
@@ -194,16 +197,18 @@ AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort={self.ports['dbd']}
 AccountingStoragePass={sock}
-AccountingStorageTRES=gres/gpu
+AccountingStorageTRES=gres/gpu,gres/shard
 AccountingStoreFlags=job_comment
 NodeName={NODE} NodeHostname={self.hostname} NodeAddr=127.0.0.1 CPUs={hw['CPUs']} Boards={hw['Boards']} \
 SocketsPerBoard={hw['SocketsPerBoard']} CoresPerSocket={hw['CoresPerSocket']} \
-ThreadsPerCore={hw['ThreadsPerCore']} RealMemory={hw['RealMemory']} Gres=gpu:{self.gpus} State=UNKNOWN
+ThreadsPerCore={hw['ThreadsPerCore']} RealMemory={hw['RealMemory']} Gres=gpu:{self.gpus},shard:{self.gpus * SHARDS_PER_GPU} State=UNKNOWN
 PartitionName={CPU_PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
 PartitionName={GPU_PARTITION} Nodes={NODE} MaxTime=INFINITE State=UP
 """
         # one "GPU" per placeholder file; duplicate File= entries (/dev/null twice) are rejected
         gres_conf = "".join(f"NodeName={NODE} Name=gpu File={f}\n" for f in gpu_files)
+        # shards on each GPU (Slurm 22.05+): several jobs on one GPU, each with its share
+        gres_conf += "".join(f"NodeName={NODE} Name=shard Count={SHARDS_PER_GPU} File={f}\n" for f in gpu_files)
         dbd_conf = f"""\
 AuthType=auth/munge
 AuthInfo=socket={sock}

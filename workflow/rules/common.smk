@@ -1,6 +1,7 @@
 # Configuration checks and the helpers every rule file uses. The config is validated (schema,
 # then variant semantics) when the workflow is parsed, so a bad config fails before any job.
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -8,13 +9,18 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, run_settings, setting_name
-from nmtlib.workflow_config import check_config_files, size_warnings, validate_config
+from nmtlib.workflow_config import check_config_files, gpu_resources, size_warnings, validate_config
 
 # A config error is one line on stderr and exit status 1: a WorkflowError raised here would be
 # printed with this file's name and line twice, which says nothing about the config.
 try:
     check_config_files(workflow.configfiles)  # keys given twice (Snakemake keeps the second silently)
     VARIANTS = validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
+    # Resources of every GPU job (training, decoding, perplexity, attention export): its share of a
+    # GPU from the experiment's jobs_per_gpu; on Slurm the site's GPU model and shards per GPU
+    # (slurm/config.yaml documents both variables; read here because the share is the experiment's).
+    GPU = gpu_resources(config["jobs_per_gpu"], os.environ.get("NMT_SLURM_GPU_SHARDS"),
+                        os.environ.get("NMT_SLURM_GPU_MODEL"))
 except ConfigError as err:
     print(f"invalid configuration: {err}", file=sys.stderr)
     sys.exit(1)

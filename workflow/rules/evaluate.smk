@@ -50,7 +50,7 @@ rule test_perplexity:
         f"{LOGS}/test_perplexity/{{variant}}.seed{{seed}}.log",
     threads: THREADS
     resources:
-        gpu=1,
+        **GPU,
         mem_mb=8000,
         runtime=60,
     shell:
@@ -74,7 +74,7 @@ rule export_attention:
         f"{LOGS}/export_attention/{{variant}}.seed{{seed}}.log",
     threads: THREADS
     resources:
-        gpu=1,
+        **GPU,
         mem_mb=8000,
         runtime=60,
     shell:

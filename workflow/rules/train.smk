@@ -32,7 +32,7 @@ rule train_model:
         f"{LOGS}/benchmark/train_model/{{variant}}.seed{{seed}}.tsv"
     threads: THREADS
     resources:
-        gpu=1,
+        **GPU,
         mem_mb=16000,
         runtime=1440,
     shell:

@@ -55,7 +55,7 @@ rule translate:
         f"{LOGS}/benchmark/translate/{{variant}}.{{run}}.{{setting}}.tsv"
     threads: THREADS
     resources:
-        gpu=1,
+        **GPU,
         mem_mb=8000,
         runtime=240,
     shell:
