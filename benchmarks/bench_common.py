@@ -316,6 +316,17 @@ def timer() -> float:
     return time.process_time() if clock_name() == "cpu" else time.perf_counter()
 
 
+def wait_for_all(folder: Path, n: int, timeout: float = 600.0) -> None:
+    """A barrier across processes: mark this one ready in ``folder`` and wait until ``n`` are."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"ready.{os.getpid()}").touch()
+    deadline = time.monotonic() + timeout
+    while len(list(folder.glob("ready.*"))) < n:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{folder}: not all {n} workers were ready within {timeout:.0f} s")
+        time.sleep(0.01)
+
+
 def thread_env(threads: int) -> dict[str, str]:
     """Environment pinning OpenMP/MKL threads (set before torch is imported in a child)."""
     return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}

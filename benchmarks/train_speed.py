@@ -49,6 +49,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="wall time (default), or process CPU time when the machine is busy with other jobs")
     p.add_argument("--json", type=Path, help="also write the results here")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    # gpu_share.py: N workers start their timed steps together (after each one's warm-up)
+    p.add_argument("--barrier", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--barrier-n", type=int, default=1, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
@@ -113,6 +116,8 @@ def worker(args: argparse.Namespace) -> dict:
     for i, batch in enumerate(batches):
         if i == args.warmup:
             bc.sync(device)
+            if args.barrier:
+                bc.wait_for_all(args.barrier, args.barrier_n)
             t0 = bc.timer()
         batch = batch.to(device)
         bc.train_step(model, optimizer, batch, variant.train.clip, variant.train.loss_norm, autocast=autocast,

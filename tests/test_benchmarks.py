@@ -166,3 +166,15 @@ def test_cpu_bound_prints_the_bounds_against_the_peer(tmp_path):
     train = result["training"]
     assert train["bound_peak_per_s"] >= train["bound_mkl_per_s"] * 0.5 and train["peer_per_s"] == 1000
     assert 10 < train["mflop_per_unit"] < 100  # 2×256 model, ~26 MFLOP of products per target token
+
+
+def test_gpu_share_runs_jobs_side_by_side(tmp_path):
+    """benchmarks/gpu_share.py on the CPU at tiny scale: one row per job count, each job's speed."""
+    proc = run("gpu_share.py", "--jobs", "1,2", "--scale", "tiny", "--steps", "2", "--warmup", "1",
+               "--json", str(tmp_path / "share.json"), out=tmp_path)
+    results = json.loads((tmp_path / "share.json").read_text())["results"]
+    assert [r["jobs"] for r in results] == [1, 2]
+    assert [len(r["per_job_tgt_tokens_per_s"]) for r in results] == [1, 2]
+    for r in results:
+        assert r["total_tgt_tokens_per_s"] == pytest.approx(sum(r["per_job_tgt_tokens_per_s"]))
+    assert "| 1 | " in proc.stdout and "| 2 | " in proc.stdout
