@@ -327,6 +327,15 @@ def wait_for_all(folder: Path, n: int, timeout: float = 600.0) -> None:
         time.sleep(0.01)
 
 
+def finish(json_path: Path | None, info: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    """A script's last lines: the load average at its end, and its results as JSON to ``json_path``
+    (with the machine and the command) when given."""
+    print(f"\nload average at end: {loadavg()}")
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps({"info": info, "command": command_line(), "results": results}, indent=2))
+
+
 def thread_env(threads: int) -> dict[str, str]:
     """Environment pinning OpenMP/MKL threads (set before torch is imported in a child)."""
     return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}

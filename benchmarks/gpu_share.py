@@ -83,10 +83,7 @@ def main(argv=None) -> int:
     print()
     print(bc.markdown_table(["jobs at once", "tgt tok/s of each", "tgt tok/s in all", "against 1 job", mem,
                              "load avg before"], rows))
-    print(f"\nload average at end: {bc.loadavg()}")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"info": info, "command": bc.command_line(), "results": results}, indent=2))
+    bc.finish(args.json, info, results)
     return 0
 
 

@@ -201,10 +201,7 @@ def main(argv=None) -> int:
     print()
     print(bc.markdown_table(["architecture", "shape", "params", "batch", "tgt tok/step", "s/step",
                              "tgt tok/s", mem, "load avg before"], rows))
-    print(f"\nload average at end: {bc.loadavg()}")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"info": info, "command": bc.command_line(), "results": results}, indent=2))
+    bc.finish(args.json, info, results)
     return 0
 
 
