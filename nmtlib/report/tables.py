@@ -5,10 +5,9 @@ listed with the paper's numbers, and ``ours_*`` columns beside them are filled f
 (or ensemble) that regenerates the row — the variant's ``paper_row`` config names it. A row that
 no variant of the experiment regenerates keeps an empty "ours". Only the tables of which a
 variant or an ensemble regenerates a row are written (:func:`write_paper_tables`); one whose
-rows all lack a number of ours (no results yet) is written empty, its page saying why.
-Our numbers are on the experiment's own data (said
-in every table), the paper's on the paper's; the papers are cited by authors, year, title and
-table.
+rows all lack a number of ours (no results yet) is written empty, its page saying why. Our
+numbers are on the experiment's own data (said in every table), the paper's on the paper's; the
+papers are cited by authors, year, title and table.
 
 Our numbers are means over the variant's seeds. Every metric column names its variant: test
 perplexity (``*_test_ppl``), BLEU before or after unknown-word replacement
@@ -445,6 +444,7 @@ def write_paper_tables(spec: ExperimentSpec, folder: Path) -> dict[str, pd.DataF
     left by an earlier config, are removed: a table no variant regenerates any more would show
     stale numbers of ours. A table whose mapped rows have no number yet (:func:`has_ours`) is
     written empty, saying why in one line."""
+    ours = Ours(spec)
     builders = {
         "luong_table1": lambda: progressive_table(spec, ours, TABLES["luong_table1"]),
         "luong_table3": lambda: progressive_table(spec, ours, TABLES["luong_table3"]),
@@ -455,7 +455,6 @@ def write_paper_tables(spec: ExperimentSpec, folder: Path) -> dict[str, pd.DataF
         "shu_table3": lambda: shu_table3(spec, ours),
     }
     assert set(builders) == set(TABLES), "one builder per paper table"
-    ours = Ours(spec)
     written = paper_tables(spec)
     built = {}
     for name in TABLES:
