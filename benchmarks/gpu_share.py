@@ -64,9 +64,9 @@ def main(argv=None) -> int:
                                       env={**os.environ, **bc.thread_env(args.threads)})
                      for i in range(n)]
             outs = [proc.communicate() for proc in procs]
-        failed = [(i, err) for i, (proc, (_, err)) in enumerate(zip(procs, outs)) if proc.returncode != 0]
+        failed = [err for proc, (_, err) in zip(procs, outs) if proc.returncode != 0]
         if failed:
-            sys.stderr.write(failed[0][1])
+            sys.stderr.write(failed[0])
             print(f"{len(failed)} of {n} jobs failed", file=sys.stderr)
             return 1
         jobs = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]

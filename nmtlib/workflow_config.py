@@ -377,14 +377,11 @@ def gpu_resources(jobs_per_gpu: int, shards_per_gpu: str | int | None = None,
     if isinstance(jobs_per_gpu, bool) or not isinstance(jobs_per_gpu, int) or jobs_per_gpu < 1:
         raise ConfigError(f"jobs_per_gpu: must be an integer of at least 1, got {jobs_per_gpu!r}")
     res: dict[str, Any] = {"gpu_pct": GPU_PCT // jobs_per_gpu}
-    shards = None
-    if shards_per_gpu not in (None, ""):
-        try:
-            shards = int(shards_per_gpu)
-        except ValueError:
-            shards = 0
-        if shards < 1:
+    shards = None if shards_per_gpu in (None, "") else str(shards_per_gpu)
+    if shards is not None:
+        if not shards.isdigit() or int(shards) < 1:
             raise ConfigError(f"NMT_SLURM_GPU_SHARDS: shards per GPU, a positive integer, got {shards_per_gpu!r}")
+        shards = int(shards)
     if jobs_per_gpu == 1 or shards is None:
         res["gpu"] = 1
         if gpu_model:

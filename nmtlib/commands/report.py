@@ -22,10 +22,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+#: the tables every experiment has
+OVERVIEW = ["summary", "findings"]
 #: every table ``nmtlib report`` can write: the overview, then the papers' (:data:`PAPER_TABLES`); it
 #: writes a paper table only when the experiment regenerates one of its rows (:func:`tables_written`)
 PAPER_TABLES = list(_PAPER)
-TABLES = ["summary", "findings", *PAPER_TABLES]
+TABLES = [*OVERVIEW, *PAPER_TABLES]
 #: the figures it writes (the workflow's REPORT_FIGURES)
 FIGURES = ["learning_curves", "bleu_by_length", "attention_heatmaps", "window_tradeoff", "vision_span"]
 #: the HTML report's landing page, under --out (the workflow's report rule declares it)
@@ -37,7 +39,7 @@ def tables_written(paper_rows: Mapping[str, Mapping[str, Any] | None], ensembles
     """The tables written for an experiment whose variants map to paper rows as ``paper_rows``
     (variant → its ``paper_row``): the overview and the paper tables of which a variant or an
     ensemble regenerates a row (the workflow's outputs; the same as the command decides)."""
-    return ["summary", "findings", *tables_with_rows(paper_rows, ensembles, report)]
+    return [*OVERVIEW, *tables_with_rows(paper_rows, ensembles, report)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         findings = findings_table(spec)
     except PaperRowError as err:
         raise NmtlibError(str(err)) from None
-    written = ["summary", "findings", *paper]
+    written = [*OVERVIEW, *paper]
     landing = {"summary": write_summary(summary, spec, tables / "summary.csv"),
                "findings": write_findings(findings, spec, tables / "findings.csv")}
 

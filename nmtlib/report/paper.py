@@ -22,8 +22,8 @@ with the qualifier in ``note``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 LUONG = "Luong et al. 2015"
