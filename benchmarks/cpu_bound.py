@@ -21,18 +21,27 @@ loss are not counted. Two bounds follow:
     python benchmarks/cpu_bound.py                         # peer speeds of table C4 (RESULTS.md)
     python benchmarks/cpu_bound.py --peer-train 1787 --peer-decode 45.1
     python benchmarks/cpu_bound.py --peer-json benchmarks/out/peer_small_cpu.json   # a peer_opennmt.py run
+    python benchmarks/cpu_bound.py --shapes 8     # also: the 8 costliest product shapes, in place and alone
+
+``--shapes N`` asks where the products' own time goes: for the N (operator, operand shapes and
+strides) that took the most time in the training steps, their time per call there, against the
+same call repeated alone on fresh operands of the same shapes and strides (hot caches; best of 5
+rounds), and against numpy's matmul on those operands (its BLAS, OpenBLAS in the pip wheels, at
+1 thread; the product only, without addmm's bias).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
-import bench_common as bc
-import peer_opennmt as po
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS (--shapes) at 1 thread, as torch; before numpy loads
+import bench_common as bc  # noqa: E402
+import peer_opennmt as po  # noqa: E402
 
 #: OpenNMT-py's speeds on this machine, medians of table C4 (benchmarks/RESULTS.md, session 5:
 #: ``peer_opennmt.py --clock cpu --train-repeat 2 --decode-repeat 3``)
@@ -51,6 +60,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--decode-sentences", type=int, default=60)
     p.add_argument("--peak-size", type=int, default=2048)
     p.add_argument("--data-cache", type=Path, default=bc.shared_dir() / "data")
+    p.add_argument("--shapes", type=int, default=0, metavar="N",
+                   help="also time the N costliest product shapes of training in place, alone and with numpy")
     p.add_argument("--json", type=Path)
     return p.parse_args(argv)
 
@@ -84,12 +95,18 @@ class Products:
                 m, k, n, b = shape(*args[:3])
                 outer.flops += 2 * m * k * n * b
                 outer.calls += 1
+                key = (func, tuple((tuple(a.shape), a.stride()) for a in args[:3] if isinstance(a, torch.Tensor)))
+                entry = outer.by_shape.setdefault(key, [0, 0.0, 2 * m * k * n * b])
+                entry[0] += 1
+                entry[1] += time.perf_counter() - t0
                 return out
 
         self.mode = Mode()
         self.flops = 0
         self.seconds = 0.0
         self.calls = 0
+        #: (operator, ((shape, strides) of each tensor operand)) → [calls, seconds, FLOPs per call]
+        self.by_shape: dict[tuple, list] = {}
 
     def __enter__(self):
         self.mode.__enter__()
@@ -110,6 +127,41 @@ def peak_gflops(size: int) -> float:
         torch.mm(a, b)
         best = min(best, time.perf_counter() - t0)
     return 2 * size**3 / best / 1e9
+
+
+def shape_rows(rec: Products, steps: int, top: int) -> list[list]:
+    """The ``top`` costliest product shapes of ``rec``: time per call in place, alone (fresh
+    operands of the same shapes and strides, the call repeated with hot caches) and with numpy."""
+    import numpy as np
+    import torch
+
+    def operand(shape, stride):  # strides as in place: transposed views, expanded biases, column slices
+        return torch.randn(1 + sum((n - 1) * st for n, st in zip(shape, stride))).as_strided(shape, stride)
+
+    def best_us(fn, reps: int) -> float:
+        fn()
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            best = min(best, (time.perf_counter() - t0) / reps)
+        return best * 1e6
+
+    rows = []
+    for (func, operands), (calls, seconds, flops) in sorted(rec.by_shape.items(), key=lambda kv: -kv[1][1])[:top]:
+        tensors = [operand(*o) for o in operands]
+        reps = max(3, min(200, int(0.05 / (seconds / calls))))
+        alone = best_us(lambda: func(*tensors), reps)
+        a, b = (tensors[1], tensors[2]) if len(tensors) == 3 else (tensors[0], tensors[1])
+        na, nb = a.numpy(), b.numpy()
+        numpy_us = best_us(lambda: np.matmul(na, nb), reps)
+        in_place = seconds / calls * 1e6
+        shapes = " · ".join("×".join(map(str, o[0])) + ("ᵀ" if len(o[0]) == 2 and o[1][0] == 1 and o[0][0] > 1 else "")
+                            for o in operands[-2:])
+        rows.append([func.__name__.split(".")[0], shapes, calls / steps, seconds / steps * 1e3, in_place,
+                     flops / in_place / 1e3, alone, flops / alone / 1e3, numpy_us, flops / numpy_us / 1e3])
+    return rows
 
 
 def peer_speeds(path: Path) -> tuple[float, float]:
@@ -194,6 +246,16 @@ def main(argv=None) -> int:
     print(f"\nour products ran at {train.flops / train.seconds / 1e9:.1f} GFLOP/s in training and "
           f"{dec.flops / dec.seconds / 1e9:.1f} GFLOP/s in decoding; peer speeds: --peer-train {args.peer_train:g}, "
           f"--peer-decode {args.peer_decode:g}" + (f" (from {args.peer_json})" if args.peer_json else ""))
+    if args.shapes:
+        rows = shape_rows(train, args.train_steps, args.shapes)
+        print(f"\nthe {args.shapes} costliest product shapes of the training steps (ᵀ: a transposed view), "
+              "in place against alone:\n")
+        print(bc.markdown_table(
+            ["operator", "operands", "calls per step", "ms per step", "µs per call in place", "GFLOP/s in place",
+             "µs per call alone", "GFLOP/s alone", "µs numpy", "GFLOP/s numpy"], rows))
+        result["training shapes"] = [dict(zip(["operator", "operands", "calls_per_step", "ms_per_step", "us_in_place",
+                                               "gflops_in_place", "us_alone", "gflops_alone", "us_numpy",
+                                               "gflops_numpy"], r)) for r in rows]
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -154,11 +154,17 @@ def test_cpu_bound_counts_every_matrix_product_forward_and_backward():
     assert rec.calls == 4
     assert rec.flops == 3 * (2 * 3 * 5 * 7) + 2 * 2 * 4 * 6 * 4
     assert rec.seconds > 0
+    # --shapes: one entry per (operator, operand shapes and strides), with its calls and FLOPs per call
+    assert sum(calls for calls, _, _ in rec.by_shape.values()) == 4
+    assert sum(calls * flops for calls, _, flops in rec.by_shape.values()) == rec.flops
+    forward = rec.by_shape[(torch.ops.aten.addmm.default, (((7,), (1,)), ((3, 5), (5, 1)), ((5, 7), (7, 1))))]
+    assert forward[0] == 1 and forward[2] == 2 * 3 * 5 * 7
 
 
 def test_cpu_bound_prints_the_bounds_against_the_peer(tmp_path):
     proc = run("cpu_bound.py", "--train-steps", "2", "--decode-sentences", "4", "--peak-size", "256",
-               "--peer-train", "1000", "--peer-decode", "10", "--json", str(tmp_path / "b.json"), out=tmp_path)
+               "--peer-train", "1000", "--peer-decode", "10", "--shapes", "3", "--json", str(tmp_path / "b.json"),
+               out=tmp_path)
     rows = [line.split("|") for line in proc.stdout.splitlines() if line.startswith("| training")
             or line.startswith("| decoding")]
     assert len(rows) == 2
@@ -166,6 +172,12 @@ def test_cpu_bound_prints_the_bounds_against_the_peer(tmp_path):
     train = result["training"]
     assert train["bound_peak_per_s"] >= train["bound_mkl_per_s"] * 0.5 and train["peer_per_s"] == 1000
     assert 10 < train["mflop_per_unit"] < 100  # 2×256 model, ~26 MFLOP of products per target token
+    shapes = result["training shapes"]  # the 3 costliest product shapes, in place and alone
+    assert len(shapes) == 3 and "| µs per call in place |" in proc.stdout
+    assert [r["ms_per_step"] for r in shapes] == sorted((r["ms_per_step"] for r in shapes), reverse=True)
+    for r in shapes:
+        assert r["calls_per_step"] > 0 and r["us_alone"] > 0 and r["us_numpy"] > 0
+        assert r["ms_per_step"] * 1e3 == pytest.approx(r["calls_per_step"] * r["us_in_place"])
 
 
 def test_gpu_share_runs_jobs_side_by_side(tmp_path):
