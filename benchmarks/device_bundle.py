@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Pack, here, what a machine without network needs to run a whole experiment of the workflow:
-wheels of every Python package of nmtlib's closure that the machine's image lacks, a wheel of
-nmtlib itself, and the corpora from the download cache (issue #30: a whole small experiment timed
+wheels of every Python package of nmtlib's closure that the machine's image lacks, and the
+corpora from the download cache (issue #30: a whole small experiment timed
 end to end on a lent GPU, ``benchmarks/device_experiment.sh``).
 
     python benchmarks/device_bundle.py --corpus multi30k          # for the lent H100/H200 (Python 3.12)
@@ -15,7 +15,8 @@ are left out, and so are ``--skip`` (fugashi and unidic-lite: only Japanese corp
 and unidic-lite alone is 50 MB). Each wheel is downloaded for that Python and manylinux; a
 package published only as source is built here, and must then be pure Python.
 
-Both folders are git-ignored; the device tool's ``carry`` takes them as they are, and the
+nmtlib itself travels with the working tree: the workflow runs it as ``python -m nmtlib`` from
+the repository's root. Both folders are git-ignored; the device tool's ``carry`` takes them as they are, and the
 script prints the list. Over ``--limit-mb`` (the tool carries 64 MiB in all) it stops.
 """
 
@@ -68,7 +69,7 @@ def closure(root: str, python_version: str, leave_out: set[str]) -> dict[str, st
     todo = [root]
     while todo:
         name = canonical(todo.pop())
-        if name in found or name in leave_out:
+        if name in found or (name in leave_out and found):  # the root itself is always followed
             continue
         try:
             dist = metadata.distribution(name)
@@ -110,6 +111,9 @@ def size_mb(path: Path) -> float:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    for corpus in args.corpus:  # before any download
+        if not (args.cache / corpus).is_dir():
+            raise SystemExit(f"--corpus {corpus}: no folder {corpus}/ in the download cache {args.cache}")
     present = {canonical(line.split("#")[0].strip()) for line in args.present.read_text(encoding="utf-8").splitlines()
                if line.split("#")[0].strip()}
     skip = {canonical(s) for s in args.skip.split(",") if s.strip()}
@@ -118,20 +122,11 @@ def main(argv=None) -> int:
     args.wheels.mkdir(parents=True, exist_ok=True)
     for name, version in sorted(packages.items()):
         print(f"{name}=={version}: {fetch(name, version, args.python_version, args.wheels)}")
-    had_build = (ROOT / "build").exists()
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(args.wheels), str(ROOT)],
-                   check=True)
-    if not had_build:  # setuptools builds in the tree
-        shutil.rmtree(ROOT / "build", ignore_errors=True)
-    print(f"nmtlib: wheel of {ROOT}")
     for corpus in args.corpus:
-        src = args.cache / corpus
-        if not src.is_dir():
-            raise SystemExit(f"--corpus {corpus}: no folder {src} in the download cache {args.cache}")
-        shutil.copytree(src, args.data / corpus, dirs_exist_ok=True)
-        print(f"{corpus}: copied from {src}")
+        shutil.copytree(args.cache / corpus, args.data / corpus, dirs_exist_ok=True)
+        print(f"{corpus}: copied from {args.cache / corpus}")
     total = size_mb(args.wheels) + size_mb(args.data)
-    print(f"\n{len(packages) + 1} wheels in {args.wheels} ({size_mb(args.wheels):.1f} MB), data in {args.data} "
+    print(f"\n{len(packages)} wheels in {args.wheels} ({size_mb(args.wheels):.1f} MB), data in {args.data} "
           f"({size_mb(args.data):.1f} MB)")
     carry = [str(p.resolve().relative_to(ROOT)) for p in (args.wheels, args.data) if p.resolve().is_relative_to(ROOT)]
     print(f"carry: {carry}")

@@ -9,31 +9,38 @@
 #   bash benchmarks/device_experiment.sh pack DIR           # DIR/experiment.tar.gz and DIR/timing.json
 #
 # KEY=VALUE pairs join the workflow's --config (after cache_dir=$DATA). Environment: WHEELS (.whl),
-# DATA (benchmarks/out/device-data), STATE (/tmp/nmt-experiment), CORES (all), GPU_PCT (100 per GPU
-# that nvidia-smi lists; none on a machine without one), SNAKEMAKE_ARGS (more Snakemake flags).
+# DATA (benchmarks/out/device-data), STATE (/tmp/nmt-experiment), WORKDIR (where results/ and logs/
+# go: the repository), PYTHON (python3), CORES (all), GPU_PCT (100 per GPU that nvidia-smi lists;
+# none on a machine without one), SNAKEMAKE_ARGS (more Snakemake flags).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WHEELS="${WHEELS:-$ROOT/.whl}"
 DATA="${DATA:-$ROOT/benchmarks/out/device-data}"
 STATE="${STATE:-/tmp/nmt-experiment}"
-cd "$ROOT"
+WORKDIR="${WORKDIR:-$ROOT}"
+PYTHON="${PYTHON:-python3}"
 
 usage() { sed -n '7,9p' "$0" >&2; exit 2; }
+absolute() { (cd "$(dirname "$1")" && echo "$(pwd)/$(basename "$1")"); }
 
 start() {
   local configs=() pairs=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do configs+=("$1"); shift; done
   [ "${1:-}" = "--" ] && { shift; pairs=("$@"); }
   [ ${#configs[@]} -gt 0 ] || usage
-  for f in "${configs[@]}"; do [ -f "$f" ] || { echo "start: no config file $f" >&2; exit 2; }; done
+  for i in "${!configs[@]}"; do
+    [ -f "${configs[$i]}" ] || { echo "start: no config file ${configs[$i]}" >&2; exit 2; }
+    configs[$i]="$(absolute "${configs[$i]}")"
+  done
   [ -d "$DATA" ] || { echo "start: no data folder $DATA (benchmarks/device_bundle.py --corpus ...)" >&2; exit 2; }
+  DATA="$(cd "$DATA" && pwd)"
   if [ -e "$STATE/start" ] && [ ! -e "$STATE/end" ]; then
     echo "start: a run is already going on ($STATE); poll it" >&2; exit 2
   fi
   rm -rf "$STATE" && mkdir -p "$STATE"
   if compgen -G "$WHEELS/*.whl" > /dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$STATE/site" \
+    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$STATE/site" \
       "$WHEELS"/*.whl
   fi
   local gpus=0 resources=()
@@ -46,9 +53,12 @@ export PATH="$STATE/site/bin:\$PATH"
 EOF
   # shellcheck disable=SC1091
   . "$STATE/env"
-  local cmd=(snakemake --cores "${CORES:-all}" "${resources[@]}" --configfile "${configs[@]}"
-             --config "cache_dir=$DATA" "${pairs[@]}" ${SNAKEMAKE_ARGS:-})
-  echo "snakemake $(snakemake --version); nmtlib from $(python3 -c 'import nmtlib, os; print(os.path.dirname(nmtlib.__file__))')"
+  mkdir -p "$WORKDIR"
+  cd "$WORKDIR"
+  # shellcheck disable=SC2086  # SNAKEMAKE_ARGS: flags, split on spaces
+  local cmd=("$PYTHON" -m snakemake -s "$ROOT/Snakefile" --cores "${CORES:-all}" "${resources[@]}"
+             --configfile "${configs[@]}" --config "cache_dir=$DATA" "${pairs[@]}" ${SNAKEMAKE_ARGS:-})
+  echo "snakemake $("$PYTHON" -m snakemake --version) in $WORKDIR"
   printf '%q ' "${cmd[@]}" > "$STATE/command"
   { nvidia-smi -L 2>/dev/null || echo "no GPU"; } > "$STATE/device"
   date +%s > "$STATE/start"
@@ -103,9 +113,12 @@ print(json.dumps({
 }, indent=2))
 EOF
   cp "$STATE/log" "$dir/snakemake.log"
-  # everything but the models and checkpoints: tables, figures, translations, scores, logs, and
-  # each job's run time (Snakemake's benchmark files under logs/)
-  tar czf "$dir/experiment.tar.gz" --exclude='*.pt' results logs 2>/dev/null || true
+  # tables, figures, translations, scores, training logs, and each job's run time (Snakemake's
+  # benchmark files under logs/); not the models, nor what the workflow rebuilds from the corpus
+  local parts=()
+  for d in results logs; do [ -d "$WORKDIR/$d" ] && parts+=("$d"); done
+  [ ${#parts[@]} -eq 0 ] || tar czf "$dir/experiment.tar.gz" -C "$WORKDIR" --exclude='*.pt' \
+    --exclude='results/*/corpus' --exclude='results/*/data' --exclude='results/*/attention' "${parts[@]}"
   ls -l "$dir"
 }
 
