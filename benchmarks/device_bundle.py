@@ -5,6 +5,7 @@ corpora from the download cache (issue #30: a whole small experiment timed
 end to end on a lent GPU, ``benchmarks/device_experiment.sh``).
 
     python benchmarks/device_bundle.py --corpus multi30k          # for the lent H100/H200 (Python 3.12)
+    python benchmarks/device_bundle.py --corpus small_parallel_enja --peer   # and the peer, for peer_opennmt.py
     python benchmarks/device_bundle.py --python-version 3.11 --wheels /tmp/w --data /tmp/d   # this machine's Python
 
 The closure is read from this environment's installed metadata (nmtlib's requirements and
@@ -16,7 +17,9 @@ and unidic-lite alone is 50 MB). Each wheel is downloaded for that Python and ma
 package published only as source is built here, and must then be pure Python.
 
 nmtlib itself travels with the working tree: the workflow runs it as ``python -m nmtlib`` from
-the repository's root. Both folders are git-ignored; the device tool's ``carry`` takes them as they are, and the
+the repository's root. ``--peer`` adds the wheels ``benchmarks/peer/setup_offline.sh`` installs the peer from
+(OpenNMT-py 3.5.1, ConfigArgParse, pyonmttok: 18 MB), in ``WHEELS/peer``, apart from the
+workflow's. Both folders are git-ignored; the device tool's ``carry`` takes them as they are, and the
 script prints the list. Over ``--limit-mb`` (the tool carries 64 MiB in all) it stops.
 """
 
@@ -33,6 +36,8 @@ import bench_common as bc
 
 ROOT = Path(__file__).resolve().parent.parent
 PRESENT = Path(__file__).resolve().parent / "device_image_packages.txt"
+#: what benchmarks/peer/setup_offline.sh installs OpenNMT-py from (its pins: benchmarks/README.md)
+PEER_WHEELS = {"opennmt-py": "3.5.1", "configargparse": "1.9.0", "pyonmttok": "1.38.1"}
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "manylinux1_x86_64"]
 
@@ -47,6 +52,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cache", type=Path, default=bc.shared_dir() / "data", help="the download cache to copy from")
     p.add_argument("--present", type=Path, default=PRESENT, help="packages the machine already has, one per line")
     p.add_argument("--skip", default="fugashi,unidic-lite", help="comma-separated packages to leave out")
+    p.add_argument("--peer", action="store_true", help="also the peer's wheels, in WHEELS/peer (setup_offline.sh)")
     p.add_argument("--limit-mb", type=float, default=60.0)
     return p.parse_args(argv)
 
@@ -122,11 +128,16 @@ def main(argv=None) -> int:
     args.wheels.mkdir(parents=True, exist_ok=True)
     for name, version in sorted(packages.items()):
         print(f"{name}=={version}: {fetch(name, version, args.python_version, args.wheels)}")
+    if args.peer:
+        (args.wheels / "peer").mkdir(exist_ok=True)
+        for name, version in PEER_WHEELS.items():
+            print(f"peer: {name}=={version}: {fetch(name, version, args.python_version, args.wheels / 'peer')}")
     for corpus in args.corpus:
         shutil.copytree(args.cache / corpus, args.data / corpus, dirs_exist_ok=True)
         print(f"{corpus}: copied from {args.cache / corpus}")
     total = size_mb(args.wheels) + size_mb(args.data)
-    print(f"\n{len(packages)} wheels in {args.wheels} ({size_mb(args.wheels):.1f} MB), data in {args.data} "
+    peer = f" and the peer's {len(PEER_WHEELS)}" if args.peer else ""
+    print(f"\n{len(packages)} wheels{peer} in {args.wheels} ({size_mb(args.wheels):.1f} MB), data in {args.data} "
           f"({size_mb(args.data):.1f} MB)")
     carry = [str(p.resolve().relative_to(ROOT)) for p in (args.wheels, args.data) if p.resolve().is_relative_to(ROOT)]
     print(f"carry: {carry}")

@@ -16,7 +16,7 @@ BENCH = REPO / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 from conftest import SHARED  # noqa: E402
-from device_bundle import closure  # noqa: E402
+from device_bundle import PEER_WHEELS, closure  # noqa: E402
 
 
 def test_bundle_closure_follows_requirements_and_leaves_out_what_is_there():
@@ -44,6 +44,19 @@ def test_bundle_fetches_only_what_the_image_lacks_and_copies_the_corpus(tmp_path
     assert copied and copied == sorted(f.relative_to(SHARED / "data" / "multi30k")
                                        for f in (SHARED / "data" / "multi30k").rglob("*") if f.is_file())
     assert "1 wheels in" in proc.stdout
+
+
+def test_bundle_puts_the_peers_wheels_apart_from_the_workflows(tmp_path):
+    present = tmp_path / "present.txt"  # an image with the whole closure: no workflow wheel to fetch
+    present.write_text("\n".join(closure("nmtlib", "3.12", set())))
+    wheels = tmp_path / "wheels"
+    proc = subprocess.run([sys.executable, str(BENCH / "device_bundle.py"), "--present", str(present), "--wheels",
+                           str(wheels), "--data", str(tmp_path / "data"), "--peer"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not list(wheels.glob("*.whl"))  # device_experiment.sh installs WHEELS/*.whl: not the peer
+    names = sorted(w.name.lower() for w in (wheels / "peer").iterdir())
+    assert [n.split("-")[:2] for n in names] == sorted([n.replace("-", "_"), v] for n, v in PEER_WHEELS.items())
 
 
 def test_bundle_names_a_missing_corpus_before_downloading_anything(tmp_path):
