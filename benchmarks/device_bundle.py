@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Pack, here, what a machine without network needs to run a whole experiment of the workflow:
 wheels of every Python package of nmtlib's closure that the machine's image lacks, and the
-corpora from the download cache (issue #30: a whole small experiment timed
-end to end on a lent GPU, ``benchmarks/device_experiment.sh``).
+corpora from the download cache (issue #30: a whole small experiment timed end to end on a lent
+GPU, ``benchmarks/device_experiment.sh``).
 
     python benchmarks/device_bundle.py --corpus multi30k          # for the lent H100/H200 (Python 3.12)
     python benchmarks/device_bundle.py --corpus small_parallel_enja --peer   # and the peer, for peer_opennmt.py
@@ -17,10 +17,11 @@ and unidic-lite alone is 50 MB). Each wheel is downloaded for that Python and ma
 package published only as source is built here, and must then be pure Python.
 
 nmtlib itself travels with the working tree: the workflow runs it as ``python -m nmtlib`` from
-the repository's root. ``--peer`` adds the wheels ``benchmarks/peer/setup_offline.sh`` installs the peer from
-(OpenNMT-py 3.5.1, ConfigArgParse, pyonmttok: 18 MB), in ``WHEELS/peer``, apart from the
-workflow's. Both folders are git-ignored; the device tool's ``carry`` takes them as they are, and the
-script prints the list. Over ``--limit-mb`` (the tool carries 64 MiB in all) it stops.
+the repository's root. ``--peer`` adds, in ``WHEELS/peer`` apart from the workflow's, the wheels
+that ``benchmarks/peer/setup_offline.sh`` installs the peer from (OpenNMT-py 3.5.1,
+ConfigArgParse, pyonmttok: 18 MB). Both folders are git-ignored; the device tool's ``carry``
+takes them as they are, and the script prints the list. Over ``--limit-mb`` (the tool carries
+64 MiB in all) it stops.
 """
 
 from __future__ import annotations
