@@ -91,22 +91,29 @@ class Products:
                     return func(*args, **(kwargs or {}))
                 t0 = time.perf_counter()
                 out = func(*args, **(kwargs or {}))
-                outer.seconds += time.perf_counter() - t0
+                seconds = time.perf_counter() - t0
                 m, k, n, b = shape(*args[:3])
-                outer.flops += 2 * m * k * n * b
-                outer.calls += 1
                 key = (func, tuple((tuple(a.shape), a.stride()) for a in args[:3] if isinstance(a, torch.Tensor)))
                 entry = outer.by_shape.setdefault(key, [0, 0.0, 2 * m * k * n * b])
                 entry[0] += 1
-                entry[1] += time.perf_counter() - t0
+                entry[1] += seconds
                 return out
 
         self.mode = Mode()
-        self.flops = 0
-        self.seconds = 0.0
-        self.calls = 0
         #: (operator, ((shape, strides) of each tensor operand)) → [calls, seconds, FLOPs per call]
         self.by_shape: dict[tuple, list] = {}
+
+    @property
+    def calls(self) -> int:
+        return sum(calls for calls, _, _ in self.by_shape.values())
+
+    @property
+    def seconds(self) -> float:
+        return sum(seconds for _, seconds, _ in self.by_shape.values())
+
+    @property
+    def flops(self) -> int:
+        return sum(calls * flops for calls, _, flops in self.by_shape.values())
 
     def __enter__(self):
         self.mode.__enter__()
@@ -120,13 +127,19 @@ def peak_gflops(size: int) -> float:
     import torch
 
     a, b = torch.randn(size, size), torch.randn(size, size)
-    torch.mm(a, b)
+    return 2 * size**3 / best_seconds(lambda: torch.mm(a, b)) / 1e9
+
+
+def best_seconds(fn, reps: int = 1) -> float:
+    """Seconds per call of ``fn``: one untimed call, then the best of 5 rounds of ``reps`` calls."""
+    fn()
     best = float("inf")
     for _ in range(5):
         t0 = time.perf_counter()
-        torch.mm(a, b)
-        best = min(best, time.perf_counter() - t0)
-    return 2 * size**3 / best / 1e9
+        for _ in range(reps):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / reps)
+    return best
 
 
 def shape_rows(rec: Products, steps: int, top: int) -> list[list]:
@@ -138,24 +151,14 @@ def shape_rows(rec: Products, steps: int, top: int) -> list[list]:
     def operand(shape, stride):  # strides as in place: transposed views, expanded biases, column slices
         return torch.randn(1 + sum((n - 1) * st for n, st in zip(shape, stride))).as_strided(shape, stride)
 
-    def best_us(fn, reps: int) -> float:
-        fn()
-        best = float("inf")
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                fn()
-            best = min(best, (time.perf_counter() - t0) / reps)
-        return best * 1e6
-
     rows = []
     for (func, operands), (calls, seconds, flops) in sorted(rec.by_shape.items(), key=lambda kv: -kv[1][1])[:top]:
         tensors = [operand(*o) for o in operands]
         reps = max(3, min(200, int(0.05 / (seconds / calls))))
-        alone = best_us(lambda: func(*tensors), reps)
+        alone = best_seconds(lambda: func(*tensors), reps) * 1e6
         a, b = (tensors[1], tensors[2]) if len(tensors) == 3 else (tensors[0], tensors[1])
         na, nb = a.numpy(), b.numpy()
-        numpy_us = best_us(lambda: np.matmul(na, nb), reps)
+        numpy_us = best_seconds(lambda: np.matmul(na, nb), reps) * 1e6
         in_place = seconds / calls * 1e6
         shapes = " · ".join("×".join(map(str, o[0])) + ("ᵀ" if len(o[0]) == 2 and o[1][0] == 1 and o[0][0] > 1 else "")
                             for o in operands[-2:])
