@@ -104,12 +104,16 @@ def fetch(name: str, version: str, python_version: str, wheels: Path) -> str:
     built = subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(wheels), spec], capture_output=True, text=True)
     if built.returncode != 0:
         raise SystemExit(f"{spec}: no wheel for Python {python_version} and no build here:\n{built.stderr[-2000:]}")
-    wheel = next(wheels.glob(f"{name.replace('-', '_')}-{version}-*.whl"), None) or next(
-        wheels.glob(f"{name}-{version}-*.whl"), None)
-    if wheel is None or not wheel.name.endswith("-none-any.whl"):
-        raise SystemExit(f"{spec}: built {wheel.name if wheel else 'nothing'}, not a pure-Python wheel: "
-                         f"it would not run on Python {python_version}")
-    return "built here"
+    from packaging.utils import parse_wheel_filename
+
+    for wheel in wheels.glob("*.whl"):
+        wname, wversion, _, tags = parse_wheel_filename(wheel.name)
+        if (wname, str(wversion)) == (canonical(name), version):
+            if all(tag.abi == "none" and tag.platform == "any" for tag in tags):
+                return "built here"
+            raise SystemExit(f"{spec}: built {wheel.name}, not a pure-Python wheel: it would not run on Python "
+                             f"{python_version}")
+    raise SystemExit(f"{spec}: pip built no wheel of it in {wheels}")
 
 
 def size_mb(path: Path) -> float:
@@ -121,8 +125,8 @@ def main(argv=None) -> int:
     for corpus in args.corpus:  # before any download
         if not (args.cache / corpus).is_dir():
             raise SystemExit(f"--corpus {corpus}: no folder {corpus}/ in the download cache {args.cache}")
-    present = {canonical(line.split("#")[0].strip()) for line in args.present.read_text(encoding="utf-8").splitlines()
-               if line.split("#")[0].strip()}
+    names = (line.split("#")[0].strip() for line in args.present.read_text(encoding="utf-8").splitlines())
+    present = {canonical(name) for name in names if name}
     skip = {canonical(s) for s in args.skip.split(",") if s.strip()}
     packages = closure("nmtlib", args.python_version, present | skip)
     packages.pop("nmtlib")
@@ -136,10 +140,10 @@ def main(argv=None) -> int:
     for corpus in args.corpus:
         shutil.copytree(args.cache / corpus, args.data / corpus, dirs_exist_ok=True)
         print(f"{corpus}: copied from {args.cache / corpus}")
-    total = size_mb(args.wheels) + size_mb(args.data)
+    wheels_mb, data_mb = size_mb(args.wheels), size_mb(args.data)
+    total = wheels_mb + data_mb
     peer = f" and the peer's {len(PEER_WHEELS)}" if args.peer else ""
-    print(f"\n{len(packages)} wheels{peer} in {args.wheels} ({size_mb(args.wheels):.1f} MB), data in {args.data} "
-          f"({size_mb(args.data):.1f} MB)")
+    print(f"\n{len(packages)} wheels{peer} in {args.wheels} ({wheels_mb:.1f} MB), data in {args.data} ({data_mb:.1f} MB)")
     carry = [str(p.resolve().relative_to(ROOT)) for p in (args.wheels, args.data) if p.resolve().is_relative_to(ROOT)]
     print(f"carry: {carry}")
     if total > args.limit_mb:
