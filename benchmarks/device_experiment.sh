@@ -47,12 +47,7 @@ start() {
   if command -v nvidia-smi > /dev/null; then gpus=$(nvidia-smi -L | grep -c '^GPU' || true); fi
   local pct="${GPU_PCT:-$((gpus * 100))}"
   [ "$pct" -gt 0 ] && resources=(--resources "gpu_pct=$pct")
-  cat > "$STATE/env" <<EOF
-export PYTHONPATH="$STATE/site\${PYTHONPATH:+:\$PYTHONPATH}"
-export PATH="$STATE/site/bin:\$PATH"
-EOF
-  # shellcheck disable=SC1091
-  . "$STATE/env"
+  export PYTHONPATH="$STATE/site${PYTHONPATH:+:$PYTHONPATH}" PATH="$STATE/site/bin:$PATH"
   mkdir -p "$WORKDIR"
   cd "$WORKDIR"
   # shellcheck disable=SC2086  # SNAKEMAKE_ARGS: flags, split on spaces
@@ -97,19 +92,16 @@ pack() {
   local dir="${1:?pack DIR}"
   [ -e "$STATE/start" ] || { echo "pack: nothing started ($STATE)" >&2; exit 2; }
   mkdir -p "$dir"
-  local end rc
-  end=$(cat "$STATE/end" 2>/dev/null || echo null)
-  rc=$(cat "$STATE/rc" 2>/dev/null || echo null)
-  python3 - "$STATE" "$end" "$rc" > "$dir/timing.json" <<'EOF'
+  "$PYTHON" - "$STATE" > "$dir/timing.json" <<'EOF'
 import json, sys
-state, end, rc = sys.argv[1], sys.argv[2], sys.argv[3]
-start = int(open(f"{state}/start").read())
+from pathlib import Path
+state = Path(sys.argv[1])
+read = lambda name: (state / name).read_text().strip() if (state / name).exists() else None  # noqa: E731
+start, end, rc = int(read("start")), read("end"), read("rc")  # no end nor rc while it runs
 print(json.dumps({
-    "command": open(f"{state}/command").read().strip(),
-    "device": open(f"{state}/device").read().strip(),
-    "start_unix": start, "end_unix": None if end == "null" else int(end),
-    "seconds": None if end == "null" else int(end) - start,
-    "exit_code": None if rc == "null" else int(rc),
+    "command": read("command"), "device": read("device"),
+    "start_unix": start, "end_unix": end and int(end), "seconds": end and int(end) - start,
+    "exit_code": rc and int(rc),
 }, indent=2))
 EOF
   cp "$STATE/log" "$dir/snakemake.log"
