@@ -42,6 +42,7 @@ def main(argv=None) -> int:
     p.add_argument("--model", default=None, help="decode: a trained model.pt instead of an untrained --arch")
     p.add_argument("--tau", type=float, default=None, help="decode: Flexible Attention threshold (default ∞)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--bf16", action="store_true", help="train: bf16 autocast, as train.bf16")
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--shapes", action="store_true", help="group operators by input shape as well")
     args = p.parse_args(argv)
@@ -70,14 +71,17 @@ def main(argv=None) -> int:
                                        scale.tgt_vocab)
         optimizer = build_optimizer(variant.train, model.parameters())
         model.train()
+        from nmtlib.train.loss import autocast_factory
+
+        autocast = autocast_factory(args.bf16, torch.device("cpu"))()
         for b in batches[: args.warmup]:
-            bc.train_step(model, optimizer, b, variant.train.clip, variant.train.loss_norm)
+            bc.train_step(model, optimizer, b, variant.train.clip, variant.train.loss_norm, autocast=autocast)
 
         def work():
             for b in batches[args.warmup:]:
-                bc.train_step(model, optimizer, b, variant.train.clip, variant.train.loss_norm)
+                bc.train_step(model, optimizer, b, variant.train.clip, variant.train.loss_norm, autocast=autocast)
         what = (f"{args.steps} training steps of {args.arch}, {scale.name} scale, batch {scale.batch}, "
-                f"{args.lengths} lengths")
+                f"{args.lengths} lengths" + (", bf16 autocast" if args.bf16 else ""))
     else:
         from nmtlib.data.batching import ParallelData
         from nmtlib.decode.translate import DecodeOptions, decode_data

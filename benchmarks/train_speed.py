@@ -40,7 +40,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--dropout", type=float, default=0.2, help="Luong's dropout models: 0.2")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads on CPU (default 1)")
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA only), as train.bf16")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast, as train.bf16 (CUDA, or a CPU with native bf16)")
     p.add_argument("--cuda-graphs", action="store_true", help="graphed decoder loop (CUDA only), as train.cuda_graphs")
     p.add_argument("--tgt-bucket", type=int, default=None,
                    help="with --cuda-graphs: pad target lengths to a multiple of this (default: CudaGraphLoss's)")

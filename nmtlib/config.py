@@ -208,7 +208,8 @@ class TrainConfig:
                                           "improving", Range(minimum=0, exclusive_maximum=1))
     beta: float = option(0.0, "Flexible Attention fine-tuning weight, J − β·mean_t g(t) (Shu Eq. 9)", AT_LEAST_0)
     max_steps: int = option(0, "stop after this many updates (0: run all epochs); for smoke tests", AT_LEAST_0)
-    bf16: bool = option(False, "bf16 autocast on CUDA")
+    bf16: bool = option(False, "bf16 autocast: on CUDA, or on a CPU that computes bf16 natively (AVX512-BF16, AMX); "
+                                     "weights, optimiser state and loss stay float32 (nmtlib.precision)")
     cuda_graphs: bool = option(False, "replay the decoder loop as CUDA graphs (CUDA only; see nmtlib.train.graphs)")
     device: str = option("auto", "device to train on", choices=("auto", "cpu", "cuda"))
 

@@ -29,6 +29,7 @@ from torch import Tensor, nn
 from nmtlib.config import ModelConfig
 from nmtlib.models.matvec import weighted_sum
 from nmtlib.models.scores import Score, pair_keys
+from nmtlib.precision import float32
 
 NEG_INF = float("-inf")
 
@@ -69,8 +70,11 @@ def length_mask(lengths: Tensor, width: int) -> Tensor:
 
 
 def masked_softmax(logits: Tensor, valid: Tensor) -> Tensor:
-    """Softmax over the last dim with invalid entries at exactly zero (Luong Eq. 7)."""
-    return torch.softmax(logits.masked_fill(~valid, NEG_INF), dim=-1)
+    """Softmax over the last dim with invalid entries at exactly zero (Luong Eq. 7).
+
+    In float32 whatever the logits' precision: the weights place positions (Flexible Attention's
+    focus, Eq. 4, is their mean), and CUDA's autocast computes softmax in float32 too."""
+    return torch.softmax(logits.float().masked_fill(~valid, NEG_INF), dim=-1)
 
 
 def gather_rows(x: Tensor, positions: Tensor) -> Tensor:
@@ -212,9 +216,15 @@ class LocalPredictiveAttention(Attention):
     def from_config(cls, score, cfg):
         return cls(score, cfg.hidden_size, window=cfg.window)
 
+    @float32
     def aligned_position(self, query: Tensor, lengths: Tensor) -> Tensor:
-        """p_t of Eq. 10, real-valued in [0, S]."""
+        """p_t of Eq. 10, real-valued in [0, S] (float32 under autocast: :mod:`nmtlib.precision`)."""
         return lengths.to(query.dtype) * torch.sigmoid(self.v_p(torch.tanh(self.W_p(query)))).squeeze(1)
+
+    @float32
+    def gaussian(self, s: Tensor, p: Tensor) -> Tensor:
+        """exp(−(s − p_t)² / 2σ²) of Eq. 11 at 1-based positions ``s`` (B, W), p_t (B,); float32."""
+        return torch.exp(-((s.to(p.dtype) - p.unsqueeze(1)) ** 2) / (2 * self.sigma**2))
 
     def forward(self, query, memory, state, step, embedded):
         p = self.aligned_position(query, memory.lengths)
@@ -222,8 +232,7 @@ class LocalPredictiveAttention(Attention):
         s = torch.round(p).long().detach().unsqueeze(1) + offsets  # 1-based window positions
         valid = (s >= 1) & (s <= memory.lengths.unsqueeze(1))
         align, positions = self._score_window(query, memory, s - 1, valid)
-        gauss = torch.exp(-((s.to(p.dtype) - p.unsqueeze(1)) ** 2) / (2 * self.sigma**2))
-        return self._scatter(align * gauss, positions, valid, memory), state
+        return self._scatter(align * self.gaussian(s, p), positions, valid, memory), state
 
 
 class FlexibleAttention(Attention):
@@ -270,7 +279,9 @@ class FlexibleAttention(Attention):
         return cls(score, cfg.hidden_size, cfg.embedding_size, sigma=cfg.sigma)
 
     def init_state(self, memory):
-        return {"focus": memory.values.new_zeros(memory.values.shape[0])}
+        # a position: float32 even where the encoder's states are bf16 (autocast)
+        dtype = torch.promote_types(memory.values.dtype, torch.float32)
+        return {"focus": memory.values.new_zeros(memory.values.shape[0], dtype=dtype)}
 
     def uses_host_bounds(self, device: torch.device) -> bool:
         """Whether a step with a finite τ computes its window's bounds on the host."""
@@ -280,8 +291,9 @@ class FlexibleAttention(Attention):
         # with τ and host bounds, the window's bounds are read on the host at every step
         return None if windowed(tau) and self.uses_host_bounds(self.v_g.weight.device) else ()
 
+    @float32
     def strength(self, query: Tensor, embedded: Tensor) -> Tensor:
-        """g(t) of Eq. 8, shape (B,)."""
+        """g(t) of Eq. 8, shape (B,); float32 under autocast (:mod:`nmtlib.precision`)."""
         return torch.sigmoid(self.v_g(torch.tanh(self.W_g(torch.cat([query, embedded], 1))))).squeeze(1)
 
     def window(self, focus: Tensor, gate: Tensor, lengths: Tensor, tau: float) -> tuple[np.ndarray, np.ndarray]:
@@ -318,8 +330,9 @@ class FlexibleAttention(Attention):
         hi = torch.maximum(torch.minimum(torch.ceil(f + radius) - 1, last), nearest)
         return lo.long(), hi.long()
 
+    @float32
     def penalty(self, gate: Tensor, focus: Tensor, positions: Tensor) -> Tensor:
-        """g(t)(s − p_{t−1})² / 2σ² (Eq. 5–6), broadcast over its arguments."""
+        """g(t)(s − p_{t−1})² / 2σ² (Eq. 5–6), broadcast over its arguments; float32."""
         return gate * (positions - focus) ** 2 / (2 * self.sigma**2)
 
     def forward(self, query, memory, state, step, embedded):

@@ -41,10 +41,16 @@ def layer_weights(rnn: nn.RNNBase, k: int, reverse: bool = False, split: int = 0
     sfx = f"_l{k}" + ("_reverse" if reverse else "")
     w = lambda name: getattr(rnn, name + sfx)  # noqa: E731
     is_lstm = isinstance(rnn, nn.LSTM)
-    w_ih = w("weight_ih")
+    w_ih, w_hh = w("weight_ih"), w("weight_hh")
+    device = w_ih.device.type
+    if torch.is_autocast_enabled(device):
+        # cast once here, not at every step: autocast caches casts of whole parameters only, and
+        # a slice of one was cast (and its gradient accumulated in float32) once per step
+        low = torch.get_autocast_dtype(device)
+        w_ih, w_hh = w_ih.to(low), w_hh.to(low)
     return LayerWeights(
         w_ih[:, split:] if split else w_ih,
-        w("weight_hh"),
+        w_hh,
         w("bias_ih") + w("bias_hh") if is_lstm else w("bias_ih"),
         None if is_lstm else w("bias_hh"),
     )

@@ -9,7 +9,8 @@ at 2×256, batch 64, one score's forward and backward took 5.3 ms against 0.9 ms
 layout the CPU GEMM handles well, and each outer product as a broadcast multiply.
 
 CUDA keeps ``torch.bmm``: cuBLAS has no such weakness, and the CUDA-graph path was measured
-with it.
+with it. Under CPU autocast (``train.bf16``) the backward passes run in the forward's autocast
+state, so their products take the same precision as the forward's.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from torch import Tensor
 
 class _Scores(torch.autograd.Function):
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cpu")
     def forward(ctx, keys: Tensor, query: Tensor) -> Tensor:
         ctx.save_for_backward(keys, query)
         return torch.bmm(query.unsqueeze(1), keys.transpose(1, 2)).squeeze(1)
 
     @staticmethod
+    @torch.amp.custom_bwd(device_type="cpu")
     def backward(ctx, grad: Tensor):
         keys, query = ctx.saved_tensors
         g_keys = grad.unsqueeze(2) * query.unsqueeze(1) if ctx.needs_input_grad[0] else None
@@ -34,11 +37,13 @@ class _Scores(torch.autograd.Function):
 
 class _WeightedSum(torch.autograd.Function):
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cpu")
     def forward(ctx, weights: Tensor, values: Tensor) -> Tensor:
         ctx.save_for_backward(weights, values)
         return torch.bmm(weights.unsqueeze(1), values).squeeze(1)
 
     @staticmethod
+    @torch.amp.custom_bwd(device_type="cpu")
     def backward(ctx, grad: Tensor):
         weights, values = ctx.saved_tensors
         g_weights = torch.bmm(grad.unsqueeze(1), values.transpose(1, 2)).squeeze(1) if ctx.needs_input_grad[0] else None

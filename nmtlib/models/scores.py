@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from nmtlib.models.matvec import dot_scores
+from nmtlib.precision import float32
 
 
 class Score(nn.Module):
@@ -132,6 +133,7 @@ class LocationScore(Score):
         # no keys: the score depends on the query and the position only
         return memory.new_zeros(memory.shape[0], memory.shape[1], 0)
 
+    @float32  # logits over positions (nmtlib.precision)
     def forward(self, query: Tensor, keys: Tensor, positions: Tensor) -> Tensor:
         logits = self.W_a(query)  # (B, L_max)
         inside = positions < self.max_positions

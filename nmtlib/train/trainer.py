@@ -51,6 +51,7 @@ from nmtlib.memory import keep_freed_memory
 from nmtlib.metrics.perplexity import perplexity
 from nmtlib.models.builder import build_model, count_parameters, init_uniform
 from nmtlib.models.seq2seq import Seq2Seq
+from nmtlib.precision import require_bf16
 from nmtlib.train.graphs import CudaGraphLoss
 from nmtlib.train.loss import autocast_factory, batch_loss
 from nmtlib.train.schedule import build_optimizer, learning_rate, plateaued, set_lr
@@ -169,6 +170,11 @@ class Trainer:
             self.device = select_device(self.cfg.device)
         except ValueError as err:
             raise TrainingError(f"train.device: {err}") from None
+        if self.cfg.bf16:  # before anything is read or written: emulated bf16 is refused
+            try:
+                require_bf16(self.device, "train.bf16")
+            except ValueError as err:
+                raise TrainingError(str(err)) from None
         self.src_vocab = Vocabulary.load(paths.src_vocab)
         self.tgt_vocab = Vocabulary.load(paths.tgt_vocab)
         self.train_data = ParallelData.load(paths.train_src, paths.train_tgt, self.src_vocab, self.tgt_vocab)
