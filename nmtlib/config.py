@@ -234,7 +234,9 @@ class DecodeConfig:
                               AT_LEAST_1)
 
 
-VARIANT_META_KEYS = ("train", "decode", "finetune_from", "description", "paper_row")
+#: keys of a variant that are not model options; ``seeds`` is read by the workflow
+#: (:func:`nmtlib.workflow_config.variant_seeds`), never by training
+VARIANT_META_KEYS = ("train", "decode", "finetune_from", "description", "paper_row", "seeds")
 #: keys that label a variant for reports and do not change what is trained
 LABEL_KEYS = ("description", "paper_row")
 
@@ -401,6 +403,7 @@ def resolve_variant(
     decode_raw = dict(raw.pop("decode", None) or {})
     description = raw.pop("description", "")
     paper_row = dict(raw.pop("paper_row", None) or {})
+    raw.pop("seeds", None)  # how many models to train, not what one model is
 
     model_raw = dict(raw)
     if finetune_from is not None:

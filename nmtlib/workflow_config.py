@@ -184,6 +184,11 @@ def validate_config(config: dict[str, Any], schema_path: str | Path, corpora: se
         if parent is not None and variants[parent].get("finetune_from"):
             raise ConfigError(f"variants.{name}.finetune_from: {parent!r} is itself a fine-tuning stage; "
                               f"chain stages from a trained variant")
+    for name in variants:
+        parent = resolved[name].finetune_from
+        if parent is not None and not set(variant_seeds(config, name)) <= set(variant_seeds(config, parent)):
+            raise ConfigError(f"variants.{name}.seeds: {variant_seeds(config, name)} fine-tune {parent!r}'s models of "
+                              f"the same seeds, and {parent!r} trains seeds {variant_seeds(config, parent)}")
     for name, members in (config.get("ensembles") or {}).items():
         if name in variants:
             raise ConfigError(f"ensembles.{name}: the name is already a variant's")
@@ -296,15 +301,22 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Variant
     return config, variants
 
 
+def variant_seeds(config: dict[str, Any], name: str) -> list[int]:
+    """The seeds variant ``name`` is trained with: its own ``seeds``, else the experiment's. A
+    close comparison can take more seeds than the rest of the experiment (docs/experiments.md)."""
+    return list(config["variants"][name].get("seeds") or config["seeds"])
+
+
 def variant_spec(config: dict[str, Any], name: str) -> str:
     """What trains variant ``name`` of a checked ``config``, as the JSON ``nmtlib train
     --variant-json`` takes. The workflow passes it as a rule parameter, so a change retrains:
     hence only what changes the weights — the variant's own options (no decoding options, no
-    report labels), the experiment's train defaults, and the chain of variants it fine-tunes from."""
+    report labels, no seed list), the experiment's train defaults, and the chain of variants it
+    fine-tunes from."""
     from nmtlib.config import LABEL_KEYS
 
     def keep(options: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in options.items() if k not in (*LABEL_KEYS, "decode")}
+        return {k: v for k, v in options.items() if k not in (*LABEL_KEYS, "decode", "seeds")}
 
     variants = config["variants"]
     chain, parent = {}, variants[name].get("finetune_from")

@@ -280,3 +280,57 @@ def test_report_spec_keeps_the_config_order_of_variants(tmp_path):
     command = next(line for line in run.stdout.splitlines() if " report --spec " in line)
     spec = json.loads(shlex.split(command)[shlex.split(command).index("--spec") + 1])
     assert list(spec["variants"]) == ["global-general-feed", "base"]
+
+
+def _jobs(dry_run: str, rule: str) -> list[dict[str, str]]:
+    """The wildcards of every job of ``rule`` in ``snakemake -n`` output."""
+    jobs, current = [], None
+    for line in dry_run.splitlines():
+        if line.startswith("rule ") or line.startswith("localrule "):
+            current = line.split()[1].rstrip(":")
+        elif current == rule and line.strip().startswith("wildcards:"):
+            jobs.append(dict(part.split("=", 1) for part in line.split(":", 1)[1].strip().split(", ")))
+    return jobs
+
+
+def test_a_variant_with_its_own_seeds_trains_those_and_the_rest_keep_the_experiments(tmp_path):
+    config = write_config(tmp_path, lambda c: (c.update(seeds=[1]),
+                                               c["variants"]["global-general-feed"].update(seeds=[1, 2, 5])))
+    run = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(config), timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    trained = sorted((j["variant"], j["seed"]) for j in _jobs(run.stdout, "train_model"))
+    assert trained == [("base", "1"), ("global-general-feed", "1"), ("global-general-feed", "2"),
+                       ("global-general-feed", "5")]
+    # the report is told each variant's seeds
+    spec = _report_spec(tmp_path, config)
+    assert spec["variant_seeds"] == {"base": [1], "global-general-feed": [1, 2, 5]}
+
+
+def _report_spec(tmp_path: Path, config: Path) -> dict:
+    run = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(config), timeout=120)
+    command = next(line for line in run.stdout.splitlines() if " report --spec " in line)
+    words = shlex.split(command.split(" > ")[0])
+    return json.loads(words[words.index("--spec") + 1])
+
+
+def test_adding_seeds_to_a_variant_does_not_change_what_trains_its_first_seed():
+    """``seeds`` is left out of the training spec: models already trained are kept, only the new
+    seeds train (the rule's params would otherwise change and retrain them)."""
+    from nmtlib.workflow_config import variant_spec
+
+    config = yaml.safe_load(TINY.read_text())
+    before = variant_spec(config, "global-general-feed")
+    config["variants"]["global-general-feed"]["seeds"] = [1, 2, 3]
+    assert variant_spec(config, "global-general-feed") == before
+    validate_config(config, SCHEMA)  # and the variant still resolves
+
+
+def test_a_fine_tuning_variant_needs_its_parents_models_of_its_seeds():
+    config = yaml.safe_load(TINY.read_text())
+    config["variants"]["flex"] = {"arch": "shu", "attention": "flexible", "embedding_size": 8, "hidden_size": 8,
+                                  "output_size": 8}
+    config["variants"]["flex-ft"] = {"finetune_from": "flex", "train": {"beta": 0.1}, "seeds": [1, 2]}
+    with pytest.raises(ConfigError, match=r"variants\.flex-ft\.seeds: \[1, 2\] fine-tune 'flex'.*trains seeds \[1\]"):
+        validate_config(config, SCHEMA)
+    config["variants"]["flex"]["seeds"] = [1, 2]
+    validate_config(config, SCHEMA)

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     src, tgt = collect.test_sentences(spec, "src"), collect.test_sentences(spec, "tgt")
     matrices, labels = {}, {}
     for name in collect.attention_selection(spec):
-        path = spec.results / "attention" / name / f"seed{spec.seeds[0]}" / "test.npz"
+        path = spec.results / "attention" / name / f"seed{spec.seeds_of(name)[0]}" / "test.npz"
         if path.exists():
             with np.load(path) as npz:
                 matrices[name] = {i: npz[str(i)] for i in sentences if str(i) in npz.files}

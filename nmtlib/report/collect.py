@@ -11,7 +11,7 @@ partial experiment shows what exists.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ class ExperimentSpec:
     report: dict[str, Any]
     data: dict[str, Any]
     aer: bool
+    #: variant → its seeds, where a variant has its own (config ``variants.<name>.seeds``)
+    variant_seeds: dict[str, list[int]] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, text: str) -> ExperimentSpec:
@@ -40,7 +42,11 @@ class ExperimentSpec:
         return cls(**raw)
 
     def runs(self, name: str) -> list[str]:
-        return ["ensemble"] if name in self.ensembles else [f"seed{s}" for s in self.seeds]
+        return ["ensemble"] if name in self.ensembles else [f"seed{s}" for s in self.seeds_of(name)]
+
+    def seeds_of(self, name: str) -> list[int]:
+        """The seeds variant ``name`` was trained with."""
+        return self.variant_seeds.get(name) or self.seeds
 
     def scores(self, name: str, run: str, what: str) -> Path:
         return self.results / "scores" / name / run / f"test.{what}.json"
@@ -393,7 +399,6 @@ def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
     if not src:
         return {"sentences": [], "series": [], "missing": "no test source (data/test.src)"}
     ids = sorted(range(len(src)), key=lambda i: (-len(src[i]), i))[:count]
-    run = f"seed{spec.seeds[0]}"
     series = []
     candidates = [(n, None) for n, v in spec.variants.items() if attention_label(v) == "global"]
     for n in flexible:
@@ -401,7 +406,7 @@ def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
         candidates.append((n, min(taus, key=lambda t: abs(t - SHU_TAU)) if taus else None))
     for name, tau in candidates:
         setting = next(s for s in spec.settings[name] if parse_tau(s) == tau)
-        details = translation_details(spec, name, run, setting)
+        details = translation_details(spec, name, f"seed{spec.seeds_of(name)[0]}", setting)
         if not details or "window_per_step" not in details[0]:
             continue
         by_id = {d["id"]: d["window_per_step"] for d in details}

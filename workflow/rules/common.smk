@@ -9,7 +9,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, run_settings, setting_name
-from nmtlib.workflow_config import check_config_files, gpu_resources, size_warnings, validate_config
+from nmtlib.workflow_config import check_config_files, gpu_resources, size_warnings, validate_config, variant_seeds
 
 # A config error is one line on stderr and exit status 1: a WorkflowError raised here would be
 # printed with this file's name and line twice, which says nothing about the config.
@@ -36,7 +36,7 @@ EXP = config["experiment"]
 R = f"results/{EXP}"
 LOGS = f"logs/{EXP}"
 DATA = config["data"]
-SEEDS = config["seeds"]
+SEEDS = config["seeds"]  #: the experiment's; a variant may have its own (seeds())
 ENSEMBLES = config.get("ensembles") or {}
 THREADS = config["threads"]
 SYNTHETIC = DATA["corpus"] == "synthetic"
@@ -60,14 +60,19 @@ def decode_settings(name):
     return settings
 
 
+def seeds(name):
+    """A variant's seeds: its own ``seeds``, else the experiment's."""
+    return variant_seeds(config, name)
+
+
 def runs(name):
-    return ["ensemble"] if name in ENSEMBLES else [f"seed{s}" for s in SEEDS]
+    return ["ensemble"] if name in ENSEMBLES else [f"seed{s}" for s in seeds(name)]
 
 
 def model_paths(name, run):
     """Checkpoints that decode ``name``/``run``: one model, or every seed of every ensemble member."""
     if name in ENSEMBLES:
-        return [f"{R}/models/{m}/seed{s}/model.pt" for m in ENSEMBLES[name] for s in SEEDS]
+        return [f"{R}/models/{m}/seed{s}/model.pt" for m in ENSEMBLES[name] for s in seeds(m)]
     return [f"{R}/models/{name}/{run}/model.pt"]
 
 
@@ -114,21 +119,21 @@ def score_files():
 
 
 def ppl_files():
-    return [f"{R}/scores/{v}/seed{s}/test.ppl.json" for v in VARIANTS for s in SEEDS]
+    return [f"{R}/scores/{v}/seed{s}/test.ppl.json" for v in VARIANTS for s in seeds(v)]
 
 
 def aer_files():
     if gold_alignments() is None:
         return []
-    return [f"{R}/scores/{v}/seed{s}/test.aer.json" for v in VARIANTS if has_attention(v) for s in SEEDS]
+    return [f"{R}/scores/{v}/seed{s}/test.aer.json" for v in VARIANTS if has_attention(v) for s in seeds(v)]
 
 
 def attention_files():
-    return [f"{R}/attention/{v}/seed{s}/test.npz" for v in VARIANTS if has_attention(v) for s in SEEDS]
+    return [f"{R}/attention/{v}/seed{s}/test.npz" for v in VARIANTS if has_attention(v) for s in seeds(v)]
 
 
 def train_logs():
-    return [f"{R}/models/{v}/seed{s}/train_log.csv" for v in VARIANTS for s in SEEDS]
+    return [f"{R}/models/{v}/seed{s}/train_log.csv" for v in VARIANTS for s in seeds(v)]
 
 
 def report_spec():
@@ -137,6 +142,7 @@ def report_spec():
         "experiment": EXP,
         "results": R,
         "seeds": SEEDS,
+        "variant_seeds": {name: seeds(name) for name in VARIANTS},
         "variants": {name: v.to_dict() for name, v in VARIANTS.items()},
         "ensembles": ENSEMBLES,
         "settings": {name: decode_settings(name) for name in [*VARIANTS, *ENSEMBLES]},
