@@ -27,6 +27,10 @@ class Mechanism:
     #: options by name (``window``), training and decoding options as ``train.<key>`` /
     #: ``decode.<key>``. A variant that sets one of them under another mechanism is an error.
     options: tuple[str, ...] = ()
+    #: whether its output carries a strength g(t) that decoding thresholds (τ) and the β objective act
+    #: on (the class's ``gated``; Shu & Nakayama's Flexible Attention). The report keys its τ sweeps,
+    #: window figures and Shu's claims on this, not on a name.
+    gated: bool = False
 
     def load(self) -> Any:
         """The implementing class (imports torch)."""
@@ -44,7 +48,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("local-p", f"{_ATT}:LocalPredictiveAttention", "Luong et al. 2015 §3.2, Eq. 10–11",
               options=("window",)),
     Mechanism("flexible", f"{_ATT}:FlexibleAttention", "Shu & Nakayama 2017 §3",
-              options=("sigma", "train.beta", "decode.taus")),
+              options=("sigma", "train.beta", "decode.taus"), gated=True),
 )
 
 ATTENTION_NAMES: tuple[str, ...] = tuple(m.name for m in MECHANISMS)
@@ -58,6 +62,12 @@ def mechanism(name: str) -> Mechanism:
         if m.name == name:
             return m
     raise KeyError(f"unknown attention mechanism {name!r}; choose one of {list(ATTENTION_NAMES)}")
+
+
+def is_gated(attention: str) -> bool:
+    """Whether ``model.attention`` value ``attention`` names a :attr:`Mechanism.gated` mechanism
+    (``none``, no attention, is not one)."""
+    return any(m.name == attention and m.gated for m in MECHANISMS)
 
 
 def option_owners() -> dict[str, tuple[str, ...]]:
