@@ -216,7 +216,9 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    beam: int = option(12, "beam size (1: greedy)", AT_LEAST_1)
+    #: at most 1000: a step holds beam × batch × vocabulary scores (beam 100000 took 7.5 GB and
+    #: minutes per sentence on CPU, with nothing to show for it; published searches stay below 100)
+    beam: int = option(12, "beam size (1: greedy; at most 1000)", Range(minimum=1, maximum=1000))
     max_len_ratio: float = option(2.0, "stop a translation at ratio × source length + 10 words", POSITIVE)
     length_norm: bool = option(False, "rank finished hypotheses by log-probability / length")
     batch_size: int = option(64, "sentences decoded together", AT_LEAST_1)
@@ -566,8 +568,11 @@ def yaml_number_hint(text: str) -> str:
     """What to say of a number that YAML 1.1 read as the string ``text`` (``1e-4``): why, and
     how to write it (:func:`yaml_float`)."""
     spelling = yaml_float(text)
-    fix = f"write {spelling}" if spelling else "write it with a dot and a signed exponent, e.g. 1.0e-4"
-    return f"YAML 1.1 reads {text} as a string (a number needs a dot and a signed exponent): {fix}"
+    if spelling is None or spelling == text.strip():
+        # YAML 1.1 reads this spelling as a number: the string came from quotes (YAML's "0.1",
+        # JSON's "0.1" in --set), not from the spelling
+        return f"{text!r} is quoted, so it is a string: write {text.strip()} without quotes"
+    return f"YAML 1.1 reads {text} as a string (a number needs a dot and a signed exponent): write {spelling}"
 
 
 def yaml_float(text: str) -> str | None:

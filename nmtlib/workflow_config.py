@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -152,17 +153,27 @@ def validate_config(config: dict[str, Any], schema_path: str | Path, corpora: se
 
     :raises ConfigError: naming the offending key.
     """
+    # NaN passes every range check of the schema (each comparison with it is false); the model,
+    # train and decode options have their own check (nmtlib.config.Range), the rest is here
+    for section in ("data", "report"):
+        _check_finite(config.get(section), section)
     schema = load_schema(schema_path)
     validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), _path(e)))
     if errors:
         raise ConfigError("; ".join(_message(e) for e in errors[:5]))
 
+    if config.get("only_variants") == []:
+        raise ConfigError("only_variants: an empty list names no variant; give variant names, or null to run all")
     data = config["data"]
     if data["corpus"] != "synthetic":
-        if corpora is not None and data["corpus"] not in corpora:
-            raise ConfigError(f"data.corpus: {data['corpus']!r} is not 'synthetic' nor a registered data set; "
-                              f"registered: {sorted(corpora)}")
+        if corpora is None:  # the packaged registry, which the download rules read too
+            from nmtlib.data.corpora import load_registry
+
+            corpora = set(load_registry().datasets)
+        if data["corpus"] not in corpora:
+            raise ConfigError(f"data.corpus: unknown data set {data['corpus']!r}{did_you_mean(data['corpus'], corpora)}; "
+                              f"valid names: synthetic, {', '.join(sorted(corpora))}")
         missing = [s for s in ("train", "dev", "test") if s not in (data.get("splits") or {})]
         if missing:
             raise ConfigError(f"data.splits: a downloaded corpus needs the files of splits {missing}")
@@ -197,6 +208,19 @@ def validate_config(config: dict[str, Any], schema_path: str | Path, corpora: se
             raise ConfigError(f"ensembles.{name}: unknown variant(s) {_suggest(unknown, variants)}; "
                               f"variants: {sorted(variants)}")
     return _only(config, resolved)
+
+
+def _check_finite(value: Any, where: str) -> None:
+    """No NaN or infinity in ``value`` (YAML's ``.nan``, ``.inf``), said as the options' own
+    check says it (:meth:`nmtlib.config.Range.violation`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: must be a finite number, got {value}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_finite(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_finite(item, f"{where}.{i}")
 
 
 def _suggest(unknown: list[str], names: Any) -> str:

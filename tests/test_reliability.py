@@ -116,6 +116,28 @@ def _corpus(name: str, test_src: str = "test_2016_flickr.de.gz"):
                  ["invalid configuration: variants.base.train.lr: '1e-4' is not of type 'number'; YAML 1.1 reads "
                   "1e-4 as a string (a number needs a dot and a signed exponent): write 1.0e-4"],
                  id="yaml-1.1-exponent"),
+    # checked before any job, each named in one line (issue #41): the data set before its splits
+    pytest.param(lambda c: c.update(data={"corpus": "multi30kk"}),
+                 ["invalid configuration: data.corpus: unknown data set 'multi30kk' (did you mean 'multi30k'?); "
+                  "valid names: synthetic, "], id="unknown-data-set-without-splits"),
+    pytest.param(lambda c: c["data"].update(max_ratio=0), ["invalid configuration: data.max_ratio: 0 is less than the "
+                                                           "minimum of 1"], id="max-ratio-zero"),
+    pytest.param(lambda c: c["data"].update(max_ratio=-1), ["data.max_ratio: -1 is less than the minimum of 1"],
+                 id="max-ratio-negative"),
+    pytest.param(lambda c: c["data"].update(max_ratio=float("nan")),
+                 ["invalid configuration: data.max_ratio: must be a finite number, got nan"], id="max-ratio-nan"),
+    pytest.param(lambda c: c["data"].update(max_len=float("inf")),
+                 ["invalid configuration: data.max_len: must be a finite number, got inf"], id="infinite-data-option"),
+    pytest.param(lambda c: c["variants"].update({"v" * 300: {"attention": "none"}}),
+                 ["invalid configuration: variants: '" + "v" * 300 + "' is too long"], id="variant-name-too-long"),
+    pytest.param(lambda c: c.update(only_variants=[]),
+                 ["invalid configuration: only_variants: an empty list names no variant; give variant names, or "
+                  "null to run all"], id="only-variants-empty"),
+    pytest.param(lambda c: c.setdefault("decode", {}).update(beam=100000),
+                 ["invalid configuration: decode.beam: 100000 is greater than the maximum of 1000"], id="beam-too-large"),
+    pytest.param(lambda c: c["variants"]["base"].setdefault("train", {}).update(lr="0.1"),
+                 ["invalid configuration: variants.base.train.lr: '0.1' is not of type 'number'; '0.1' is quoted, so "
+                  "it is a string: write 0.1 without quotes"], id="quoted-number"),
 ])
 def test_config_error_names_the_key_before_any_job(tmp_path, change, expected):
     config = write_yaml(tmp_path / "config.yaml", tiny_config(change))
