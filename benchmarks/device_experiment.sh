@@ -20,6 +20,8 @@ DATA="${DATA:-$ROOT/benchmarks/out/device-data}"
 STATE="${STATE:-/tmp/nmt-experiment}"
 WORKDIR="${WORKDIR:-$ROOT}"
 PYTHON="${PYTHON:-python3}"
+# shellcheck source=benchmarks/device_common.sh
+. "$ROOT/benchmarks/device_common.sh"
 
 usage() { sed -n '7,9p' "$0" >&2; exit 2; }
 absolute() { (cd "$(dirname "$1")" && echo "$(pwd)/$(basename "$1")"); }
@@ -39,15 +41,12 @@ start() {
     echo "start: a run is already going on ($STATE); poll it" >&2; exit 2
   fi
   rm -rf "$STATE" && mkdir -p "$STATE"
-  if compgen -G "$WHEELS/*.whl" > /dev/null; then
-    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$STATE/site" \
-      "$WHEELS"/*.whl
-  fi
+  install_bundle "$WHEELS" "$STATE/site"
   local gpus=0 resources=()
   if command -v nvidia-smi > /dev/null; then gpus=$(nvidia-smi -L | grep -c '^GPU' || true); fi
   local pct="${GPU_PCT:-$((gpus * 100))}"
   [ "$pct" -gt 0 ] && resources=(--resources "gpu_pct=$pct")
-  export PYTHONPATH="$STATE/site${PYTHONPATH:+:$PYTHONPATH}" PATH="$STATE/site/bin:$PATH"
+  use_bundle "$STATE/site"
   mkdir -p "$WORKDIR"
   cd "$WORKDIR"
   # shellcheck disable=SC2086  # SNAKEMAKE_ARGS: flags, split on spaces

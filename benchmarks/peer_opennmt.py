@@ -94,8 +94,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--tf32", action="store_true",
                    help="decoding's float32 matrix products in TF32 on both sides: ours decode.tf32, the peer's through "
                         "PyTorch's TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 (CUDA only)")
-    p.add_argument("--in-flight", type=int, default=1, metavar="N",
-                   help="ours: decode N batches at once, their steps interleaved (decode.in_flight; CUDA only)")
+    p.add_argument("--in-flight", type=in_flight_counts, default=[1], metavar="N[,N...]",
+                   help="ours: decode N batches at once, their steps interleaved (decode.in_flight; CUDA only); "
+                        "several counts decode ours at each, against one decode of the peer's (default 1)")
     p.add_argument("--peer-dtype", choices=["fp32", "fp16"], default="fp32",
                    help="the peer's model_dtype (fp16: its mixed precision; CUDA only)")
     p.add_argument("--peer", type=Path, default=Path(os.environ.get("PEER", DEFAULT_PEER)),
@@ -110,6 +111,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--worker", nargs="?", const="", default=None, help=argparse.SUPPRESS)
     p.add_argument("--spec", help=argparse.SUPPRESS)
     return p.parse_args(argv)
+
+
+def in_flight_counts(text: str) -> list[int]:
+    """``--in-flight``: comma-separated batch counts, each at least 1."""
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"comma-separated counts of at least 1, got {text!r}")
+    return counts
 
 
 # --- shapes and data ---------------------------------------------------------------------------
@@ -461,7 +473,7 @@ def main(argv=None) -> int:
           f"dropout {args.dropout}, SGD lr 1 clip 5; {args.train_steps} steps, timed after step {args.report_every}")
     print(f"device {args.device}; ours: {'bf16 autocast' if args.bf16 else 'fp32'}"
           f"{', CUDA graphs' if args.cuda_graphs else ''}"
-          f"{f', {args.in_flight} decode batches in flight' if args.in_flight > 1 else ''}; peer: model_dtype {args.peer_dtype}"
+          f"{f', decode batches in flight: {args.in_flight}' if args.in_flight != [1] else ''}; peer: model_dtype {args.peer_dtype}"
           f"{'; decoding in TF32 on both sides' if args.tf32 else ''}")
 
     # vocabularies: the peer's from onmt_build_vocab (small) or written by us, padded (paper)
@@ -515,21 +527,26 @@ def main(argv=None) -> int:
         model_file = work / "run" / f"model_step_{args.train_steps}.pt"
         for beam in [int(b) for b in args.beams.split(",")]:
             for bs in [int(b) for b in args.decode_batch_sizes.split(",")]:
-                dspec = {**spec, "beam": beam, "decode_batch": bs}
-                runs_o, runs_p = [], []
+                runs_o: dict[int, list[dict]] = {n: [] for n in args.in_flight}
+                runs_p: list[dict] = []
                 for _ in range(args.decode_repeat):  # alternating, so drifts in machine speed hit both
-                    runs_o.append(our_decode(dspec, args.threads))
+                    for n in args.in_flight:
+                        runs_o[n].append(our_decode({**spec, "beam": beam, "decode_batch": bs, "in_flight": n},
+                                                    args.threads))
                     runs_p.append(peer_decode(py, model_file, test_src, work, beam, bs, decode_length, args))
-                o, p = median_run(runs_o), median_run(runs_p)
+                p = median_run(runs_p)
                 p_sps = p["sentences_per_s"]
-                results["decode"].append({"beam": beam, "batch": bs, "ours": o, "peer": p})
-                print(f"  beam {beam} batch {bs}: ours {o['sentences_per_s']:.1f} sent/s, peer {p_sps:.1f} sent/s",
-                      file=sys.stderr, flush=True)
-                rows.append([f"decode sent/s, beam {beam}, batch {bs}", o["sentences_per_s"], p_sps,
-                             ratio(o["sentences_per_s"], p_sps), f"{o['load_before']} / {p['load_before']}"])
-                if args.device == "cuda":
-                    peaks = [max(r["peak_gpu_mb"] for r in runs) for runs in (runs_o, runs_p)]
-                    rows.append([f"decode peak GPU MB, beam {beam}, batch {bs}", *peaks, ratio(*peaks), ""])
+                for n, runs in runs_o.items():  # the peer has no batches in flight: one decode of its beside each
+                    o = median_run(runs)
+                    setting = f"beam {beam}, batch {bs}" + (f", {n} in flight" if n > 1 else "")
+                    results["decode"].append({"beam": beam, "batch": bs, "in_flight": n, "ours": o, "peer": p})
+                    print(f"  {setting}: ours {o['sentences_per_s']:.1f} sent/s, peer {p_sps:.1f} sent/s",
+                          file=sys.stderr, flush=True)
+                    rows.append([f"decode sent/s, {setting}", o["sentences_per_s"], p_sps,
+                                 ratio(o["sentences_per_s"], p_sps), f"{o['load_before']} / {p['load_before']}"])
+                    if args.device == "cuda":
+                        peaks = [max(r["peak_gpu_mb"] for r in rs) for rs in (runs, runs_p)]
+                        rows.append([f"decode peak GPU MB, {setting}", *peaks, ratio(*peaks), ""])
         print(f"decoding: {len(test_lines)} sentences of test.en, every hypothesis forced to {decode_length} decoder "
               f"steps (ours: {decode_length - 1} tokens + <eos>; peer: {decode_length} tokens, max_length stop)")
     print()
@@ -542,7 +559,7 @@ def main(argv=None) -> int:
               f"{[round(x) for x in ours['runs_tgt_tokens_per_s']]}, peer {[round(x) for x in peer['runs_tgt_tokens_per_s']]}")
     if args.decode_repeat > 1:
         for r in results["decode"]:
-            print(f"decode runs, beam {r['beam']} batch {r['batch']}, sent/s: ours "
+            print(f"decode runs, beam {r['beam']} batch {r['batch']}, {r['in_flight']} in flight, sent/s: ours "
                   f"{[round(x, 1) for x in r['ours']['runs_sentences_per_s']]}, peer "
                   f"{[round(x, 1) for x in r['peer']['runs_sentences_per_s']]}")
     print(f"load average at end: {bc.loadavg()}; logs and configs: {work}")

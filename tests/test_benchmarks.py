@@ -131,6 +131,16 @@ def test_peer_side_by_side_tiny_on_cuda_reports_both_gpu_peaks(tmp_path):
         assert results["train"][side]["peak_gpu_mb"] > 0 and decode[side]["peak_gpu_mb"] > 0
 
 
+def test_peer_in_flight_takes_several_counts(capsys):
+    import peer_opennmt
+
+    assert peer_opennmt.parse_args([]).in_flight == [1]
+    assert peer_opennmt.parse_args(["--in-flight", "1,2"]).in_flight == [1, 2]
+    with pytest.raises(SystemExit):
+        peer_opennmt.parse_args(["--in-flight", "2,0"])
+    assert "comma-separated counts of at least 1, got '2,0'" in capsys.readouterr().err
+
+
 def test_peer_gpu_peak_is_read_from_the_launchers_output():
     import peer_opennmt
 
