@@ -1,18 +1,46 @@
-"""The findings table: each claim's rows, our difference, the criterion and the verdict.
+"""The findings table: each claim's rows, our difference, its 95% interval, the criterion and the verdict.
 
 The results tree is test_report's (known numbers per variant and seed); every expected value
-below is worked out by hand from those numbers.
+below is worked out by hand from those numbers. Without translations to resample, an interval
+comes from the seeds' spread alone (two seeds a side: Student t with one or two degrees of
+freedom); :func:`with_translations` adds texts, scored here with sacreBLEU's public API, for the
+verdicts the test sentences decide.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
+from sacrebleu.metrics.bleu import BLEU
+from sacrebleu.metrics.chrf import CHRF
 
-from nmtlib.report.findings import FAILS, HOLDS, UNTESTED, counts, findings_table
-from test_report import make_experiment, run_report
+from nmtlib.report.findings import FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED, counts, findings_table
+from test_report import TGT, make_experiment, run_report
+
+#: every other word wrong: a poor translation of test_report's references
+POOR = [" ".join(w if k % 2 == 0 else "x" for k, w in enumerate(t.split())) for t in TGT]
+
+
+def sacre_bleu(hyps: list[str]) -> float:
+    """Tokenized BLEU as multi-bleu.perl computes it, by sacreBLEU (no tokenizer, no smoothing)."""
+    return BLEU(tokenize="none", smooth_method="none").corpus_score(hyps, [TGT]).score
+
+
+def with_translations(root: Path, texts: dict[str, list[str]]) -> None:
+    """Translations of variants (both seeds, τ = ∞, before and after replacement alike) into the
+    results tree, and their BLEU into its scores, as the workflow would have them."""
+    for name, lines in texts.items():
+        for seed in ("seed1", "seed2"):
+            prefix = root / "translations" / name / seed / "test.beam5"
+            for ext in (".txt", ".unk.txt"):
+                Path(f"{prefix}{ext}").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+            path = root / "scores" / name / seed / "test.beam5.json"
+            scores = json.loads(path.read_text())
+            scores["bleu"]["bleu"] = scores["bleu_unk"]["bleu"] = sacre_bleu(lines)
+            path.write_text(json.dumps(scores))
 
 
 @pytest.fixture(scope="module")
@@ -33,22 +61,29 @@ def test_attention_claim_falls_back_to_the_best_models_with_and_without_attentio
     r = _claim(findings, "Attention gives a large gain")
     assert r.compared == "A: local-p vs B: base"
     assert (r.paper_a, r.paper_b, r.paper_diff) == (16.8, 14.0, pytest.approx(2.8))
-    assert (r.ours_a, r.ours_b, r.ours_diff, r.verdict) == (17.0, 11.0, 6.0, HOLDS)
-    # spread: sd(17, 17) + sd(10, 12) = 0 + 1.4142; 6.0 is beyond it
-    assert r.spread == pytest.approx(2 ** 0.5, abs=1e-4) and r.within_spread is False
+    assert (r.ours_a, r.ours_b, r.ours_diff) == (17.0, 11.0, 6.0)
+    # sd over seeds: (17, 17) → 0, (10, 12) → 1.4142; no translations to resample, so the interval is
+    # the seeds' alone: 6 ± t(1) × 1.4142 / sqrt(2), and a t with one degree of freedom reaches ±12.7
+    assert (r.ours_a_sd, r.ours_b_sd) == (0.0, pytest.approx(2 ** 0.5, abs=1e-4))
+    assert r.ci_low < 0 < 6.0 < r.ci_high and r.ci_high - r.ci_low > 2 * 6.0
+    assert r.verdict == INCONCLUSIVE
 
 
 def test_luong_claims(findings):
     r = _claim(findings, "local-p attention (general) is at least as good")
-    assert (r.ours_a, r.ours_b, r.ours_diff, r.paper_diff, r.verdict) == (17.0, 15.0, 2.0, pytest.approx(1.7), HOLDS)
+    assert (r.ours_a, r.ours_b, r.ours_diff, r.paper_diff) == (17.0, 15.0, 2.0, pytest.approx(1.7))
     unk = _claim(findings, "Unknown-word replacement")
-    assert (unk.ours_a, unk.ours_b, unk.ours_diff, unk.verdict) == (18.5, 17.0, 1.5, HOLDS)
+    # the same model after and before replacement, paired by seed: 18.5 − 17.0 on both seeds, no spread
+    # and no translation to resample, so no interval
+    assert (unk.ours_a, unk.ours_b, unk.ours_diff, unk.verdict) == (18.5, 17.0, 1.5, INCONCLUSIVE)
+    assert pd.isna(unk.ci_low) and "no interval" in unk.note
     ens = _claim(findings, "An ensemble beats")
-    assert ens.compared == "A: ens vs B: local-p" and (ens.ours_diff, ens.verdict) == (2.0, HOLDS)
-    assert pd.isna(ens.spread)  # an ensemble is one run
+    assert ens.compared == "A: ens vs B: local-p" and ens.ours_diff == 2.0
+    assert pd.isna(ens.ours_a_sd) and ens.ours_b_sd == 0.0  # an ensemble is one run
     for text in ("Reversing the source", "Dropout helps", "Input feeding helps"):
         r = _claim(findings, text)
         assert r.verdict == UNTESTED and "no variant regenerates Luong Table 1" in r.note and pd.isna(r.ours_diff)
+        assert r.reason == "no variant regenerates the paper's rows"
 
 
 def test_table4_rankings_one_row_per_pair(findings):
@@ -66,17 +101,20 @@ def test_shu_claims(findings):
     flat = _claim(findings, "Flexible Attention at τ = ∞")
     # rnnsearch maps Shu's Global row (13.0); flex at τ = ∞: 13.5; the paper's De→En: 21.31 − 20.62
     assert flat.compared == "A: flex vs B: rnnsearch"
-    assert (flat.ours_diff, flat.paper_diff, flat.verdict) == (0.5, pytest.approx(0.69), HOLDS)
+    assert (flat.ours_diff, flat.paper_diff) == (0.5, pytest.approx(0.69))
     half = _claim(findings, "Flexible Attention at τ = 1.2 computes under half")
-    # window 7.0 against 9.0: −22.22%, not under half; the paper's De→En: 7.8 against 20.7, −62.32%
+    # window 7.0 against 9.0: −22.22%, not under half; the paper's De→En: 7.8 against 20.7, −62.32%.
+    # Resampled over the sentences' windows (the fixture's details: 16 of 41 steps keep the source
+    # length; a short sentence's window even grows), the interval stays above −50%: does not hold
     assert (half.ours_a, half.ours_b, half.ours_diff, half.verdict) == (7.0, 9.0, -22.22, FAILS)
-    assert half.paper_diff == pytest.approx(-62.32)
+    assert half.paper_diff == pytest.approx(-62.32) and half.ci_low > -50
     loss = _claim(findings, "… for a small loss of BLEU")
-    assert (loss.ours_diff, loss.verdict) == (-0.5, HOLDS)
+    assert loss.ours_diff == -0.5
     ft = _claim(findings, "β fine-tuning shrinks the window")
-    assert (ft.ours_a, ft.ours_b, ft.ours_diff, ft.verdict) == (6.0, 7.0, -14.29, HOLDS)  # (6 − 7) / 7
+    assert (ft.ours_a, ft.ours_b, ft.ours_diff) == (6.0, 7.0, -14.29)  # (6 − 7) / 7
+    assert ft.verdict == HOLDS and ft.ci_high < 0  # every sentence's window shrinks
     cost = _claim(findings, "… at a small cost in BLEU")
-    assert (cost.ours_diff, cost.verdict) == (0.2, HOLDS)
+    assert cost.ours_diff == 0.2
 
 
 def test_rnnsearch_claims_untested_without_rnnencdec(findings):
@@ -85,7 +123,7 @@ def test_rnnsearch_claims_untested_without_rnnencdec(findings):
         assert r.verdict == UNTESTED and "RNNencdec" in r.note
 
 
-def test_a_difference_within_the_seed_spread_is_flagged(tmp_path):
+def test_a_difference_within_the_seed_spread_is_inconclusive(tmp_path):
     spec = make_experiment(tmp_path / "results")
     # global-feed's second seed scores 19 instead of 16: mean 16.5, sd 3.5355; local-p (17.0) beats
     # it by 0.5, well inside the spread
@@ -94,9 +132,45 @@ def test_a_difference_within_the_seed_spread_is_flagged(tmp_path):
     scores["bleu"]["bleu"] = 19.0
     path.write_text(json.dumps(scores))
     r = _claim(findings_table(spec), "local-p attention (general) is at least as good")
-    assert (r.ours_b, r.ours_diff, r.verdict) == (16.5, 0.5, HOLDS)
-    assert r.spread == pytest.approx(3.5355, abs=1e-4) and r.within_spread is True
-    assert "within the run-to-run spread" in r.note
+    assert (r.ours_b, r.ours_diff, r.verdict) == (16.5, 0.5, INCONCLUSIVE)
+    assert r.ours_b_sd == pytest.approx(3.5355, abs=1e-4) and r.ci_low < 0 < r.ci_high
+
+
+def test_translations_decide_the_verdict_with_their_interval(tmp_path):
+    """local-p translates every test sentence perfectly, global-feed gets every other word wrong
+    (both seeds alike, so no seed spread): every resample of the sentences favours local-p."""
+    spec = make_experiment(tmp_path / "results")
+    with_translations(tmp_path / "results", {"local-p": TGT, "global-feed": POOR})
+    r = _claim(findings_table(spec), "local-p attention (general) is at least as good")
+    assert (r.ours_a, r.ours_b) == (100.0, pytest.approx(sacre_bleu(POOR), abs=1e-4))
+    assert r.ours_diff == pytest.approx(100.0 - sacre_bleu(POOR), abs=1e-4)
+    assert 0 < r.ci_low <= r.ours_diff <= r.ci_high and r.p_value < 0.05 and r.verdict == HOLDS
+    # the same comparison on chrF, sacreBLEU's own
+    chrf_poor = CHRF().corpus_score(POOR, [TGT]).score
+    assert (r.chrf_a, r.chrf_b) == (pytest.approx(100.0), pytest.approx(chrf_poor, abs=1e-4))
+    assert 0 < r.chrf_ci_low <= r.chrf_diff <= r.chrf_ci_high
+
+
+def test_the_opposite_direction_does_not_hold(tmp_path):
+    spec = make_experiment(tmp_path / "results")
+    with_translations(tmp_path / "results", {"local-p": POOR, "global-feed": TGT})
+    r = _claim(findings_table(spec), "local-p attention (general) is at least as good")
+    assert r.ours_diff < 0 and r.ci_high < 0 and r.verdict == FAILS
+
+
+def test_models_stopped_by_max_steps_give_no_verdict(tmp_path):
+    """The same translations, but local-p's config says train.max_steps: a smoke run, no verdict,
+    though its interval is there."""
+    spec = make_experiment(tmp_path / "results")
+    with_translations(tmp_path / "results", {"local-p": TGT, "global-feed": POOR})
+    spec.variants["local-p"]["train"]["max_steps"] = 12
+    df = findings_table(spec)
+    r = _claim(df, "local-p attention (general) is at least as good")
+    assert r.verdict == NO_VERDICT and r.ci_low > 0
+    # every comparison with local-p (or the ensemble it is in) gives none; the others keep theirs
+    for _, row in df[df.compared.fillna("").str.contains("local-p|ens")].iterrows():
+        assert row.verdict == NO_VERDICT, row.claim
+    assert _claim(df, "Flexible Attention at τ = 1.2 computes").verdict == FAILS
 
 
 def test_findings_are_written_with_counts(tmp_path):
@@ -104,15 +178,24 @@ def test_findings_are_written_with_counts(tmp_path):
     tables, _ = run_report(spec, tmp_path / "out")
     df = pd.read_csv(tables / "findings.csv")
     c = counts(df)
-    assert c[HOLDS] + c[FAILS] + c[UNTESTED] == len(df)
+    assert sum(c.values()) == len(df) and c[NO_VERDICT] == 0
     md = (tables / "findings.md").read_text(encoding="utf-8")
     fails = f"{c[FAILS]} {'does' if c[FAILS] == 1 else 'do'} not hold"
-    assert f"of the papers' claims, {c[HOLDS]} hold, {fails} and {c[UNTESTED]} are not tested" in md
+    inconclusive = f"{c[INCONCLUSIVE]} {'is' if c[INCONCLUSIVE] == 1 else 'are'} inconclusive"
+    holds = f"{c[HOLDS]} {'holds' if c[HOLDS] == 1 else 'hold'}"
+    assert f"of the papers' claims, {holds}, {fails}, {inconclusive} and {c[UNTESTED]} are not tested" in md
+    # every tested claim has its interval and p-value; the criterion says what each verdict needs
+    tested = df[df.verdict != UNTESTED]
+    with_interval = tested[tested.ci_low.notna()]
+    assert (with_interval.ci_low <= with_interval.ci_high).all() and len(with_interval) >= 4
+    assert (with_interval.p_value.between(0, 1)).all()
+    assert all("holds" in c and "does not hold" in c for c in df.criterion)
     # the HTML rendering the report shows: one row per claim, verdicts coloured
     page = (tables / "findings.html").read_text(encoding="utf-8")
     assert page.count("<tr>") == len(df) + 1
     assert page.count('<td class="holds">holds</td>') == c[HOLDS]
     assert page.count('<td class="fails">does not hold</td>') == c[FAILS]
+    assert page.count('<td class="inconclusive">inconclusive</td>') == c[INCONCLUSIVE]
 
 
 def test_an_experiment_without_results_tests_nothing(tmp_path):
@@ -142,8 +225,11 @@ def test_rnnsearch_gain_by_length_splits_the_test_set_at_its_median(tmp_path):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("".join(f"{line}\n" for line in lines))
     r = _claim(findings_table(spec), "RNNsearch's gain over RNNencdec")
-    assert (r.ours_a, r.ours_b, r.ours_diff, r.verdict) == (100.0, 0.0, 100.0, HOLDS)
+    assert (r.ours_a, r.ours_b, r.ours_diff) == (100.0, 0.0, 100.0)
     assert "3 sentences of more than 7 source words" in r.note
+    # resampled: a resample without a long sentence has no gain there (0); 6 draws miss all 3 long
+    # sentences with probability 1/64, under the 2.5% the interval leaves out, so its low end is 100
+    assert (r.ci_low, r.ci_high, r.verdict) == (100.0, 100.0, HOLDS)
 
 
 def test_metric_column_names_the_bleu_variant(findings):

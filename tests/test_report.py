@@ -279,7 +279,7 @@ def test_luong_tables_4_6(report) -> None:
     t6 = _table(tables, "luong_table6")
     # global-feed's AER (footnote 14) over its seeds: (0.40 + 0.42) / 2
     loc = _row(t6, "global-location")
-    assert (loc.paper_aer_fn14, loc.ours_aer_fn14, loc.ours_fn14_precision, loc.ours_fn14_recall) == (
+    assert (loc.paper_aer_fn14, loc.ours_aer_fn14, loc.ours_aer_fn14_precision, loc.ours_aer_fn14_recall) == (
         0.39, 0.41, 0.6, 0.55)
     assert loc.ours_aer_predicted_word == AER_PREDICTED
     assert _row(t6, "local-p-general").ours_aer_fn14 == 0.35
@@ -336,12 +336,14 @@ def test_summary_rule(report) -> None:
     _, tables, _ = report
     df = _table(tables, "summary")
     assert list(df["variant"]) == [*RAW_VARIANTS, "ens"]
-    # every metric column names its data (dev/test) and its variant (before/after replacement, AER convention)
-    assert list(df.columns) == [
-        "variant", "attention", "score", "input_feed", "arch", "setting", "runs", "dev_ppl", "test_ppl",
-        "bleu_before_unk_replace", "bleu_after_unk_replace", "bleu_before_unk_replace_sd", "bleu_no_unk_sentences",
-        "sacrebleu_after_unk_replace", "ribes_before_unk_replace", "ribes_after_unk_replace", "aer_fn14",
-        "aer_predicted_word", "avg_window", "time_ms", "paper_rows", "description"]
+    # every metric column names its data (dev/test) and its variant (before/after replacement, AER convention);
+    # with two seeds each is followed by its standard deviation over them
+    metrics = ["dev_ppl", "test_ppl", "bleu_before_unk_replace", "bleu_after_unk_replace", "chrf_before_unk_replace",
+               "chrf_after_unk_replace", "bleu_no_unk_sentences", "sacrebleu_after_unk_replace",
+               "ribes_before_unk_replace", "ribes_after_unk_replace", "aer_fn14", "aer_predicted_word", "avg_window",
+               "time_ms"]
+    assert list(df.columns) == ["variant", "attention", "score", "input_feed", "arch", "setting", "runs",
+                                *(c for m in metrics for c in (m, f"{m}_sd")), "paper_rows", "description"]
     base = df[df.variant == "base"].iloc[0]
     # base: dev ppl 21 and 23 (the fixture's test ppl + 1) → 22; test ppl 20, 22 → 21; BLEU 10, 12 → 11
     # before and 10.5, 12.5 → 11.5 after replacement

@@ -284,9 +284,12 @@ def _number(text: str) -> float | None:
 
 @pytest.mark.parametrize("table", TABLES)
 def test_captions_say_what_each_number_is(every_table, table):
-    """A table's caption (workflow/report/<table>.rst, the entry's description in the report) names
-    every column of numbers the table has (``name``, or a ``*`` pattern), and no column it lacks."""
+    """A table's caption (workflow/report/<table>.rst, the entry's description in the report, with the
+    registered metric columns ``nmtlib report`` writes for it, which it includes) names every column
+    of numbers the table has (``name``, or a ``*`` pattern), and no column it lacks."""
     caption = (ROOT / "workflow" / "report" / f"{table}.rst").read_text(encoding="utf-8")
+    assert f"columns/{table}.rst" in caption  # the include
+    caption += (every_table.parent / "report" / "columns" / f"{table}.rst").read_text(encoding="utf-8")
     with open(every_table / f"{table}.csv", newline="", encoding="utf-8") as f:
         header, *lines = list(csv.reader(f))
     rows = [dict(zip(header, line)) for line in lines]

@@ -3,9 +3,11 @@
 The demo (``config/config.yaml``: every variant, the ensemble, the τ sweeps and the fine-tuning
 stage) is run once at test size (``overrides/smoke.yaml``: 12 updates per model, beam 2;
 ``tests/configs/demo-smoke.yaml``: a smaller synthetic pair; about 40 s on 2 cores) through the
-real rules, and ``snakemake --report`` builds its report. Chromium loads ``report.html`` and dumps the
-page after its scripts have run: the landing page must show the summary's numbers (compared cell
-by cell with ``tables/summary.csv``) and the findings. To open an entry as a reader does, a copy of
+real rules, and ``snakemake --report`` builds its report. Chromium loads ``report.html`` (1400 × 900
+pixels) and dumps the page after its scripts have run: the landing page must show the papers'
+claims as a table that reads first (the verdict in its first five columns and on screen, the
+tested claims first, the untested ones folded by reason) and the summary's numbers (compared cell
+by cell with ``tables/summary.csv``). To open an entry as a reader does, a copy of
 the report gets a script that clicks the menu and an entry's buttons (the URL's fragment names the
 clicks); the dumped page then holds the table in the main panel, or the entry's info panel. No
 job-parameter dump (the JSON spec ``nmtlib report`` gets) may appear anywhere.
@@ -175,7 +177,8 @@ def _number(text: str) -> float | None:
 
 def shown_equals(cell: str, value: str) -> bool:
     """Whether a cell the page shows is the CSV's ``value``: a number rounded to the cell's own
-    decimals, an empty value as the em dash, text as is."""
+    decimals (the mean of a "mean ± sd" cell), an empty value as the em dash, text as is."""
+    cell = cell.split(" ± ")[0]
     if value == "":
         return cell in ("—", "")
     number, shown = _number(value), _number(cell)
@@ -204,23 +207,92 @@ def test_landing_page_shows_the_summary_numbers(work, tmp_path):
                 assert shown_equals(cells[column], value), (csv_row["variant"], column, cells[column], value)
                 numbers += _number(value) is not None and value not in ("True", "False")
     assert numbers >= 3 * len(summary), "too few numbers of summary.csv on the page"
-    # every metric the summary has is on screen, with its trained models' numbers
-    assert {c for c in summary[0] if any(_number(r[c]) is not None for r in summary)} <= set(header)
+    # every metric the summary has is on screen, with its trained models' numbers (a standard
+    # deviation over seeds in its mean's cell, "mean ± sd")
+    assert {c for c in summary[0] if any(_number(r[c]) is not None for r in summary)
+            and not c.endswith("_sd")} <= set(header)
 
 
-def test_landing_page_shows_the_findings(work, tmp_path):
+def test_landing_page_shows_the_claims_first(work, tmp_path):
     dom = open_report(work, tmp_path)
     with open(work / RES / "tables" / "findings.csv", newline="", encoding="utf-8") as f:
         findings = list(csv.DictReader(f))
     tables = tables_in(dom)
-    assert "nmt-findings" in tables
+    assert list(tables)[:2] == ["nmt-findings", "nmt-summary"], list(tables)
     header, *rows = tables["nmt-findings"]
-    assert [dict(zip(header, r))["claim"] for r in rows] == [r["claim"] for r in findings]
-    assert [dict(zip(header, r))["verdict"] for r in rows] == [r["verdict"] for r in findings]
+    # headers in words, the claim, the paper's difference, ours with its interval and the verdict first
+    assert header[:5] == ["Claim", "Paper: A − B", "Ours: A − B [95% interval]", "Verdict", "Rows compared (A vs B)"]
+    tested = [r for r in findings if r["verdict"] != "not tested"]
+    shown = [dict(zip(header, r)) for r in rows]
+    assert [r["Claim"] for r in shown[:len(tested)]] == [r["claim"] for r in tested]
+    assert [r["Verdict"] for r in shown[:len(tested)]] == [r["verdict"] for r in tested]
+    for csv_row, cell in zip(tested, shown):
+        # ours: the difference and its interval, as the CSV has them
+        diff, low, high = (float(x) for x in re.findall(r"[+-]\d+\.\d+", cell["Ours: A − B [95% interval]"]))
+        for shown_value, value in ((diff, csv_row["ours_diff"]), (low, csv_row["ci_low"]), (high, csv_row["ci_high"])):
+            assert shown_value == pytest.approx(float(value), abs=0.005 + 1e-9)
+    # the untested claims: one line per reason, the claims it covers counted
+    untested = [r for r in findings if r["verdict"] == "not tested"]
+    folded = shown[len(tested):]
+    reasons = list(dict.fromkeys(r["reason"] for r in untested))
+    assert [r["Rows compared (A vs B)"] for r in folded] == reasons
+    assert [r["Verdict"] for r in folded] == ["not tested"] * len(reasons)
+    for reason, line in zip(reasons, folded):
+        n = sum(r["reason"] == reason for r in untested)
+        assert line["Claim"].startswith(f"{n} claim"), line
     # the landing page's text says what it is, before any click
     text = text_of(dom)
     assert "Attention-based NMT benchmark, experiment demo-smoke" in text
     assert "Summary of experiment demo-smoke" in text
+
+
+#: measures, once the report has drawn its landing page, where the first verdict cell of the claims
+#: table is: the <body> gets `data-verdict` = "column right innerWidth visible" (visible: the cell is
+#: what the browser shows at its centre, not scrolled away or covered)
+MEASURE = """<script>
+window.addEventListener("load", function () {
+  setTimeout(function () {
+    var table = document.querySelector("table.nmt-claims");
+    if (!table) { document.body.setAttribute("data-verdict", "no claims table"); return; }
+    var heads = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) {
+      return th.textContent.trim(); });
+    var column = heads.indexOf("Verdict");
+    var cell = table.querySelector("tbody tr").children[column];
+    cell.scrollIntoView({block: "center", inline: "nearest"});
+    var box = cell.getBoundingClientRect();
+    var hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+    var visible = hit !== null && (hit === cell || cell.contains(hit));
+    document.body.setAttribute("data-verdict", [column, Math.round(box.right), window.innerWidth, visible].join(" "));
+  }, 1500);
+});
+</script>"""
+
+
+def test_the_verdict_is_on_screen_at_1400_pixels(work, tmp_path):
+    page = (work / "report.html").read_text(encoding="utf-8")
+    end = page.rindex("</body>")
+    copy = work / "report.measured.html"
+    copy.write_text(page[:end] + MEASURE + page[end:], encoding="utf-8")
+    dom = chromium(copy.as_uri(), tmp_path / "profile", "--dump-dom")
+    found = re.search(r'data-verdict="([^"]*)"', dom)
+    assert found, "the measuring script did not run"
+    column, right, width, visible = found.group(1).split()
+    assert int(column) < 5 and width == "1400"
+    assert int(right) <= 1400 and visible == "true", found.group(1)
+
+
+def test_the_demos_findings_have_an_interval_per_tested_claim(work):
+    with open(work / RES / "tables" / "findings.csv", newline="", encoding="utf-8") as f:
+        findings = list(csv.DictReader(f))
+    tested = [r for r in findings if r["verdict"] != "not tested"]
+    assert tested
+    for r in tested:
+        assert r["ci_low"] and r["ci_high"] and r["p_value"], r["claim"]
+        assert float(r["ci_low"]) <= float(r["ci_high"]) and 0 < float(r["p_value"]) <= 1
+        # the demo at test size is a smoke run (12 updates): no verdict, in every table
+        assert r["verdict"] == "no verdict: smoke run"
+    for table in ("summary", "findings", "luong_table1"):
+        assert "No verdict: smoke run" in (work / RES / "tables" / f"{table}.md").read_text(encoding="utf-8")
 
 
 def test_no_job_parameter_dump(work, tmp_path):

@@ -72,11 +72,19 @@ def test_html_report(tiny_run):
 
 
 def test_findings_of_the_tiny_run(tiny_run):
-    findings = pd.read_csv(tiny_run / "results" / "tiny" / "tables" / "findings.csv")
+    """The tiny config trains 6 updates (train.max_steps): a smoke run, whose comparisons have their
+    interval and p-value but no verdict, and whose every table says so."""
+    tables = tiny_run / "results" / "tiny" / "tables"
+    findings = pd.read_csv(tables / "findings.csv")
     row = findings[findings.claim.str.startswith("Attention gives a large gain")].iloc[0]
-    assert row.compared == "A: global-general-feed vs B: base" and row.verdict in ("holds", "does not hold")
+    assert row.compared == "A: global-general-feed vs B: base" and row.verdict == "no verdict: smoke run"
+    assert row.ci_low <= row.ci_high and 0 < row.p_value <= 1
     ens = findings[findings.claim == "An ensemble beats its best member"].iloc[0]
-    assert ens.compared == "A: ens vs B: global-general-feed"
+    assert ens.compared == "A: ens vs B: global-general-feed" and ens.verdict == "no verdict: smoke run"
+    assert set(findings.verdict) == {"no verdict: smoke run", "not tested"}
+    for table in ("summary", "findings", "luong_table1", "luong_table4"):
+        text = (tables / f"{table}.md").read_text(encoding="utf-8")
+        assert "No verdict: smoke run: every model stopped after train.max_steps = 6 updates" in text, table
 
 
 FLEX = {"arch": "shu", "attention": "flexible", "embedding_size": 8, "hidden_size": 8, "output_size": 8}

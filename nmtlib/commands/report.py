@@ -17,8 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--spec", required=True, help="experiment spec as JSON (the workflow passes it)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="the experiment's results folder: tables go to DIR/tables/ (CSV, Markdown, HTML), figures "
-                        "to DIR/figures/ (PNG), and the HTML report's landing page (the summary and the findings, "
-                        "an HTML fragment that workflow/report/workflow.rst embeds) to DIR/report/landing.html")
+                        "to DIR/figures/ (PNG), and the HTML report's landing page (the papers' claims, the summary: "
+                        "an HTML fragment that workflow/report/workflow.rst embeds) to DIR/report/landing.html, "
+                        "and each table's metric columns, for its caption, to DIR/report/columns/<table>.rst")
     p.set_defaults(func=run)
 
 
@@ -32,6 +33,9 @@ TABLES = [*OVERVIEW, *PAPER_TABLES]
 FIGURES = ["learning_curves", "bleu_by_length", "attention_heatmaps", "window_tradeoff", "vision_span"]
 #: the HTML report's landing page, under --out (the workflow's report rule declares it)
 LANDING = "report/landing.html"
+#: per table, its metric columns as reStructuredText, under --out, for the table's caption
+#: (``workflow/report/<table>.rst`` includes it; the report rule declares them)
+COLUMNS = "report/columns/{table}.rst"
 
 
 def tables_written(paper_rows: Mapping[str, Mapping[str, Any] | None], ensembles: Iterable[str],
@@ -43,12 +47,17 @@ def tables_written(paper_rows: Mapping[str, Mapping[str, Any] | None], ensembles
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
+    import dataclasses
 
+    import numpy as np
+    import pandas as pd
+
+    from nmtlib.atomic import atomic_write
+    from nmtlib.report.metrics import columns_rst
     from nmtlib.errors import NmtlibError
     from nmtlib.report import collect, figures
     from nmtlib.report.findings import findings_table, write_findings
-    from nmtlib.report.page import write_landing
+    from nmtlib.report.page import claims_table, write_landing
     from nmtlib.report.paper import PaperRowError
     from nmtlib.report.tables import write_paper_tables, write_summary
 
@@ -64,8 +73,14 @@ def run(args: argparse.Namespace) -> int:
     except PaperRowError as err:
         raise NmtlibError(str(err)) from None
     written = [*OVERVIEW, *paper]
-    landing = {"summary": write_summary(summary, spec, tables / "summary.csv"),
-               "findings": write_findings(findings, spec, tables / "findings.csv")}
+    # the landing page shows the claims table that reads first; findings.html has every column
+    landing = {"findings": dataclasses.replace(write_findings(findings, spec, tables / "findings.csv"),
+                                               table=claims_table(findings)),
+               "summary": write_summary(summary, spec, tables / "summary.csv")}
+
+    for name in written:
+        with atomic_write(args.out / COLUMNS.format(table=name)) as f:
+            f.write(columns_rst(name, list(pd.read_csv(tables / f"{name}.csv", nrows=0).columns)))
 
     figures.learning_curves(collect.learning_curves(spec), figs / "learning_curves.png")
     figures.bleu_by_length(collect.length_buckets(spec), figs / "bleu_by_length.png")

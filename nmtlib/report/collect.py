@@ -18,7 +18,8 @@ from typing import Any
 import pandas as pd
 
 from nmtlib.config import parse_setting
-from nmtlib.registry import ATTENTION_NAMES
+from nmtlib.registry import ATTENTION_NAMES, is_gated
+from nmtlib.report.metrics import METRICS, MODEL, TRANSLATION, RunFiles, metrics_in
 
 
 @dataclass
@@ -114,73 +115,67 @@ def attention_order() -> list[str]:
     return order
 
 
+def gated(variant: dict[str, Any]) -> bool:
+    """Whether a variant's mechanism is gated (:attr:`nmtlib.registry.Mechanism.gated`: Shu &
+    Nakayama's Flexible Attention), the one that decodes with thresholds τ and fine-tunes with β."""
+    return is_gated(variant["model"]["attention"])
+
+
 def parse_tau(setting: str) -> float | None:
     return parse_setting(setting)[1]
 
 
 def translation_rows(spec: ExperimentSpec) -> pd.DataFrame:
-    """One row per (variant or ensemble, run, decoding setting) with every translation metric."""
+    """One row per (variant or ensemble, run, decoding setting) with every translation metric of
+    :data:`nmtlib.report.metrics.METRICS` under its name, the sacreBLEU signature and the device."""
     rows = []
     for name in [*spec.variants, *spec.ensembles]:
         for run in spec.runs(name):
             for setting in spec.settings[name]:
-                s = _read(spec.scores(name, run, setting))
+                files = RunFiles(spec, name, run, setting)
+                s = files.json()
                 if s is None:
                     continue
                 rows.append({
                     "variant": name, "run": run, "setting": setting, "tau": parse_tau(setting),
-                    "bleu": s["bleu"]["bleu"], "bleu_unk": s["bleu_unk"]["bleu"],
-                    "bleu_no_unk": (s.get("bleu_no_unk") or {}).get("bleu"),
-                    "sacrebleu": s["sacrebleu"]["bleu"], "sacrebleu_signature": s["sacrebleu"]["signature"],
-                    "no_unk_sentences": s.get("no_unk_sentences"), "sentences": s.get("sentences"),
-                    "ribes": s["ribes"], "ribes_unk": s.get("ribes_unk"), "avg_window": s["avg_window"],
-                    "time_ms": s["time_ms_per_sentence"], "unk_tokens": s["unk_tokens"],
+                    **{m.name: m.read(files) for m in METRICS.values() if m.level == TRANSLATION},
+                    "sacrebleu_signature": (s.get("sacrebleu") or {}).get("signature"),
+                    "sentences": s.get("sentences"), "unk_tokens": s.get("unk_tokens"),
                     "device": recorded_device(spec, name, run, setting, s),
                 })
     return pd.DataFrame(rows)
 
 
 def model_rows(spec: ExperimentSpec) -> pd.DataFrame:
-    """One row per (variant, seed): test perplexity, dev perplexity, AER.
-
-    ``aer`` follows Luong et al.'s footnote 14 (the paper's protocol); ``aer_predicted`` aligns
-    every attention vector to the word it helps predict (``nmtlib evaluate alignment``'s
-    ``predicted`` entry, where scored).
-    """
+    """One row per (variant, seed) with every model metric of :data:`nmtlib.report.metrics.METRICS`
+    (perplexities, AER by either convention) under its name."""
     rows = []
     for name in spec.variants:
         for run in spec.runs(name):
-            ppl = _read(spec.scores(name, run, "ppl")) or {}
-            aer = _read(spec.scores(name, run, "aer")) or {}
-            predicted = aer.get("predicted") or {}
-            rows.append({"variant": name, "run": run, "ppl": ppl.get("ppl"), "dev_ppl": ppl.get("dev_ppl"),
-                         "aer": aer.get("aer"), "aer_precision": aer.get("precision"),
-                         "aer_recall": aer.get("recall"), "aer_predicted": predicted.get("aer"),
-                         "aer_predicted_precision": predicted.get("precision"),
-                         "aer_predicted_recall": predicted.get("recall")})
+            files = RunFiles(spec, name, run)
+            rows.append({"variant": name, "run": run,
+                         **{m.name: m.read(files) for m in METRICS.values() if m.level == MODEL}})
     return pd.DataFrame(rows)
 
 
-#: the summary's columns that hold numbers, and what each is (``nmtlib report`` writes this beside the table)
-SUMMARY_COLUMNS = {
-    "dev_ppl": "dev perplexity of the model kept (the epoch of lowest dev perplexity)",
-    "test_ppl": "test perplexity of that model",
-    "bleu_before_unk_replace": "tokenized BLEU (multi-bleu.perl) of the test translation as decoded, before "
-                               "unknown-word replacement",
-    "bleu_after_unk_replace": "the same after Luong's unknown-word replacement",
-    "bleu_before_unk_replace_sd": "standard deviation over seeds of bleu_before_unk_replace (empty with one seed)",
-    "bleu_no_unk_sentences": "tokenized BLEU before unknown-word replacement on the test sentences whose source "
-                             "and reference are in the vocabularies (Bahdanau et al. 2015's \"No UNK\")",
-    "sacrebleu_after_unk_replace": "sacreBLEU after unknown-word replacement",
-    "ribes_before_unk_replace": "RIBES (RIBES.py 1.02.4) before unknown-word replacement",
-    "ribes_after_unk_replace": "RIBES after unknown-word replacement",
-    "aer_fn14": "alignment error rate of forced decoding, Luong et al. 2015's footnote-14 convention (their "
-                "Table 6 protocol)",
-    "aer_predicted_word": "alignment error rate of the same attention, every a_t aligned to the word it predicts",
-    "avg_window": "source positions scored per decoding step and hypothesis, the mean over sentences (Shu & "
-                  "Nakayama 2017; an ensemble's is summed over its members)",
-    "time_ms": "decoding time per test sentence, in milliseconds",
-}
+#: suffix of a column holding the standard deviation over seeds of the column it extends
+SD = "_sd"
+
+
+def several_seeds(spec: ExperimentSpec) -> bool:
+    """Whether any variant of the experiment has more than one seed."""
+    return any(len(spec.seeds_of(name)) > 1 for name in spec.variants)
+
+
+def summary_columns(spec: ExperimentSpec) -> dict[str, str]:
+    """The summary's metric columns and what each is: the :data:`METRICS` declared for it and,
+    where the experiment has several seeds, each one's standard deviation over them (``<name>_sd``)."""
+    out: dict[str, str] = {}
+    for m in metrics_in("summary"):
+        out[m.name] = m.help
+        if several_seeds(spec):
+            out[m.name + SD] = f"standard deviation over seeds of {m.name} (empty with one run)"
+    return out
 
 
 def summary_table(spec: ExperimentSpec) -> pd.DataFrame:
@@ -190,42 +185,29 @@ def summary_table(spec: ExperimentSpec) -> pd.DataFrame:
     first setting, ``beamK``); τ sweeps of Flexible Attention are in ``shu_table1``. Ensembles
     have no perplexity or AER (those are per model). ``runs`` counts the score files averaged.
     Every metric column names its data (dev or test; the rest are test) and its variant (before or
-    after unknown-word replacement, which AER convention): :data:`SUMMARY_COLUMNS`.
+    after unknown-word replacement, which AER convention): :func:`summary_columns`.
     """
     from nmtlib.report.paper import resolve_paper_row
 
-    tr = translation_rows(spec)
-    models = model_rows(spec)
+    ours = Ours(spec)
     rows = []
     for name in [*spec.variants, *spec.ensembles]:
-        setting = spec.settings[name][0]
-        t = tr[(tr.variant == name) & (tr.setting == setting)] if not tr.empty else tr
         if name in spec.variants:
             v = spec.variants[name]
             m = v["model"]
             info = {"attention": attention_label(v), "score": "" if m["attention"] == "none" else m["score"],
                     "input_feed": bool(m["input_feed"]), "arch": m["arch"]}
-            mm = models[models.variant == name]
             mapped = resolve_paper_row(name, v.get("paper_row") or {})
             description = v.get("description", "")
         else:
             members = spec.ensembles[name]
             info = {"attention": "ensemble", "score": "", "input_feed": "", "arch": "+".join(members)}
-            mm = models.iloc[0:0]
             mapped = {tab: ["ensemble"] for tab, names in ensemble_assignments(spec).items() if name in names}
             description = f"ensemble of every seed of {', '.join(members)}"
-        sd = float(t["bleu"].astype(float).std()) if len(t) > 1 else None
+        values = {c: ours.sd(name, c.removesuffix(SD)) if c not in METRICS else ours.value(name, c)
+                  for c in summary_columns(spec)}
         rows.append({
-            "variant": name, **info,
-            "setting": setting, "runs": len(t),
-            "dev_ppl": _mean(mm, "dev_ppl"), "test_ppl": _mean(mm, "ppl"),
-            "bleu_before_unk_replace": _mean(t, "bleu"), "bleu_after_unk_replace": _mean(t, "bleu_unk"),
-            "bleu_before_unk_replace_sd": None if sd is None else round(sd, 4),
-            "bleu_no_unk_sentences": _mean(t, "bleu_no_unk"),
-            "sacrebleu_after_unk_replace": _mean(t, "sacrebleu"),
-            "ribes_before_unk_replace": _mean(t, "ribes"), "ribes_after_unk_replace": _mean(t, "ribes_unk"),
-            "aer_fn14": _mean(mm, "aer"), "aer_predicted_word": _mean(mm, "aer_predicted"),
-            "avg_window": _mean(t, "avg_window"), "time_ms": _mean(t, "time_ms"),
+            "variant": name, **info, "setting": spec.settings[name][0], "runs": ours.runs(name), **values,
             "paper_rows": "; ".join(f"{tab}: {', '.join(keys)}" for tab, keys in mapped.items()),
             "description": description,
         })
@@ -252,17 +234,37 @@ class Ours:
             return self.tr
         return self.tr[(self.tr.variant == name) & (self.tr.setting == setting)]
 
+    def rows(self, name: str, metric: str, setting: str | None = None) -> pd.DataFrame:
+        """The per-run rows ``metric`` of ``name`` is read from: per seed for a model metric, per run
+        of the decoding ``setting`` (None: τ = ∞) for a translation metric."""
+        if METRICS[metric].level == MODEL:
+            return self.models if self.models.empty else self.models[self.models.variant == name]
+        return self.translation(name, setting or self.spec.settings[name][0])
+
     def value(self, name: str | None, metric: str, setting: str | None = None) -> float | None:
-        """Mean of a translation metric (``setting`` None: τ = ∞) or of ppl/aer over the runs."""
+        """Mean over the runs of a registered metric (:data:`nmtlib.report.metrics.METRICS`)."""
         if name is None:
             return None
-        if metric in ("ppl", "dev_ppl") or metric.startswith("aer"):
-            if self.models.empty:
-                return None
-            return _mean(self.models[self.models.variant == name], metric)
-        return _mean(self.translation(name, setting or self.spec.settings[name][0]), metric)
+        return _mean(self.rows(name, metric, setting), metric)
+
+    def sd(self, name: str | None, metric: str, setting: str | None = None) -> float | None:
+        """Standard deviation over the runs (None with fewer than two, or where one lacks the value)."""
+        if name is None:
+            return None
+        df = self.rows(name, metric, setting)
+        if len(df) < 2 or metric not in df or df[metric].isna().any():
+            return None
+        return round(float(df[metric].astype(float).std()), 4)
+
+    def per_run(self, name: str, metric: str, setting: str | None = None) -> dict[str, float]:
+        """``{run: value}`` of a registered metric, over the runs that have it."""
+        df = self.rows(name, metric, setting)
+        if df.empty or metric not in df:
+            return {}
+        return {str(r): float(v) for r, v in zip(df["run"], df[metric]) if v is not None and not pd.isna(v)}
 
     def runs(self, name: str, setting: str | None = None) -> int:
+        """How many runs of ``name`` have a scored translation with ``setting`` (None: τ = ∞)."""
         return len(self.translation(name, setting or self.spec.settings[name][0]))
 
     def devices(self, name: str, setting: str) -> str | None:
@@ -360,7 +362,7 @@ def window_points(spec: ExperimentSpec) -> pd.DataFrame:
     replacement: Shu & Nakayama replace nothing. The window is
     :func:`nmtlib.metrics.window.mean_window`.
     """
-    columns = ["variant", "attention", "setting", "tau", "avg_window", "bleu_before_unk_replace", "runs"]
+    columns = ["variant", "attention", "gated", "setting", "tau", "avg_window", "bleu_before_unk_replace", "runs"]
     tr = translation_rows(spec)
     if tr.empty:
         return pd.DataFrame(columns=columns)
@@ -370,9 +372,10 @@ def window_points(spec: ExperimentSpec) -> pd.DataFrame:
             t = tr[(tr.variant == name) & (tr.setting == setting)]
             if t.empty:
                 continue
-            rows.append({"variant": name, "attention": attention_label(spec.variants[name]), "setting": setting,
-                         "tau": parse_tau(setting), "avg_window": _mean(t, "avg_window"),
-                         "bleu_before_unk_replace": _mean(t, "bleu"), "runs": len(t)})
+            rows.append({"variant": name, "attention": attention_label(spec.variants[name]),
+                         "gated": gated(spec.variants[name]), "setting": setting, "tau": parse_tau(setting),
+                         "avg_window": _mean(t, "avg_window"),
+                         "bleu_before_unk_replace": _mean(t, "bleu_before_unk_replace"), "runs": len(t)})
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -388,11 +391,12 @@ SHU_TAU = 1.2
 def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
     """Shu Fig. 4 inputs: ``window_per_step`` of the longest test sentences, first seed.
 
-    Series: every global-attention variant at τ = ∞ and every Flexible Attention variant at the
-    decoded τ nearest to 1.2 (Shu's choice). Returns ``{"sentences": [(id, src words)],
-    "series": [{"label", "attention", "spans": {id: [window per step]}}], "missing": why-or-None}``.
+    Series: every global-attention variant at τ = ∞ and every variant of a gated mechanism
+    (:func:`gated`: Flexible Attention) at the decoded τ nearest to 1.2 (Shu's choice). Returns
+    ``{"sentences": [(id, src words)], "series": [{"label", "attention", "gated", "spans": {id: [window
+    per step]}}], "missing": why-or-None}``.
     """
-    flexible = [n for n, v in spec.variants.items() if v["model"]["attention"] == "flexible"]
+    flexible = [n for n, v in spec.variants.items() if gated(v)]
     if not flexible:
         return {"sentences": [], "series": [], "missing": "no Flexible Attention variant in this experiment"}
     src = test_sentences(spec)
@@ -412,8 +416,8 @@ def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
         by_id = {d["id"]: d["window_per_step"] for d in details}
         label = f"{name} ({attention_label(spec.variants[name])}, τ={'∞' if tau is None else f'{tau:g}'})"
         series.append({"label": label, "attention": attention_label(spec.variants[name]),
-                       "spans": {i: by_id.get(i, []) for i in ids}})
-    if not any(s["attention"] == "flexible" for s in series):
+                       "gated": gated(spec.variants[name]), "spans": {i: by_id.get(i, []) for i in ids}})
+    if not any(s["gated"] for s in series):
         return {"sentences": [], "series": [], "missing": "no per-step windows of a Flexible Attention translation "
                                                           "(translations/<variant>/<run>/*.jsonl: window_per_step)"}
     return {"sentences": [(i, src[i]) for i in ids], "series": series, "missing": None}
@@ -421,14 +425,52 @@ def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
 
 def attention_selection(spec: ExperimentSpec) -> list[str]:
     """One attentional variant per attention type for the heatmaps, in :func:`attention_order`;
-    the first variant of each type in config order, a fine-tuned Flexible Attention variant
-    (``finetune_from``) before its parent."""
+    the first variant of each type in config order, a fine-tuned variant of a gated mechanism
+    (Flexible Attention with β, ``finetune_from``) before its parent."""
     order = attention_order()
     chosen: dict[str, str] = {}
     for name, v in spec.variants.items():
         label = attention_label(v)
         if label not in order:
             continue
-        if label not in chosen or (label == "flexible" and v.get("finetune_from") == chosen[label]):
+        if label not in chosen or (gated(v) and v.get("finetune_from") == chosen[label]):
             chosen[label] = name
     return [chosen[k] for k in order if k in chosen]
+
+
+def stopped_by_max_steps(model: Path) -> int:
+    """The ``train.max_steps`` a model folder's training was stopped by, or 0: its ``env.json`` records
+    the resolved config it trained with, and its training log ends at that step."""
+    env = _read(model / "env.json") or {}
+    steps = int(((env.get("variant") or {}).get("train") or {}).get("max_steps") or 0)
+    log = model / "train_log.csv"
+    if not steps or not log.exists() or not log.stat().st_size:
+        return 0
+    logged = pd.read_csv(log)
+    return steps if not logged.empty and int(logged["step"].max()) >= steps else 0
+
+
+def _max_steps(spec: ExperimentSpec, name: str) -> int:
+    """The ``train.max_steps`` a variant's models were stopped by (0: none), by its config or its models."""
+    configured = int((spec.variants[name].get("train") or {}).get("max_steps") or 0)
+    return configured or max((stopped_by_max_steps(spec.results / "models" / name / run) for run in spec.runs(name)),
+                             default=0)
+
+
+def smoke_models(spec: ExperimentSpec) -> dict[str, int]:
+    """The variants whose models were stopped by ``train.max_steps`` (a smoke run), with that step count:
+    they can support no verdict."""
+    stopped = {name: _max_steps(spec, name) for name in spec.variants}
+    return {name: steps for name, steps in stopped.items() if steps}
+
+
+def smoke_run(spec: ExperimentSpec) -> str | None:
+    """Why the experiment's tables support no verdict, in one clause, or None: its models (all or
+    some) were stopped by ``train.max_steps``."""
+    stopped = smoke_models(spec)
+    if not stopped:
+        return None
+    steps = sorted(set(stopped.values()))
+    which = "every model" if len(stopped) == len(spec.variants) else f"the models of {', '.join(stopped)}"
+    return (f"{which} stopped after train.max_steps = {', '.join(map(str, steps))} updates, so no difference "
+            "here says anything about the papers' claims")

@@ -156,26 +156,28 @@ def attention_heatmaps(
 
 def window_tradeoff(points: pd.DataFrame, mean_src_len: float | None, path: Path,
                     title: str = "Window of vision span vs BLEU over τ (Shu & Nakayama 2017, Fig. 3)") -> None:
-    """One point per τ setting of each Flexible Attention variant (a line per variant, labelled
-    with τ), other attentional variants as single markers, and the mean test source length as a
+    """One point per τ setting of each variant of a gated mechanism (``gated``: Flexible Attention;
+    a line per variant, labelled with τ), other attentional variants as single markers, and the mean test source length as a
     vertical reference line: global attention scores every source word, so its window (a mean
     over sentences, :func:`nmtlib.metrics.window.mean_window`) lies on that line. BLEU is of the
     raw output, before unknown-word replacement (Shu & Nakayama replace nothing)."""
-    if points.empty or not (points["attention"] == "flexible").any():
+    if points.empty or not points["gated"].astype(bool).any():
         return _empty(path, title, "no Flexible Attention variant decoded with thresholds τ\n"
                                    "(a variant with attention: flexible and decode.taus)")
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     markers = dict(zip(attention_order(), "sD^v<>phH8*"), none="x")
     bleu = "bleu_before_unk_replace"  # Shu & Nakayama replace no unknown word
-    for k, (name, df) in enumerate(points[points["attention"] == "flexible"].groupby("variant", sort=False)):
+    gated = points["gated"].astype(bool)
+    for k, (name, df) in enumerate(points[gated].groupby("variant", sort=False)):
         df = df.sort_values("avg_window")
-        line, = ax.plot(df["avg_window"], df[bleu], marker="o", label=f"{name} (flexible, one point per τ)")
+        line, = ax.plot(df["avg_window"], df[bleu], marker="o",
+                        label=f"{name} ({df['attention'].iloc[0]}, one point per τ)")
         for _, p in df.iterrows():
             tau = "∞" if pd.isna(p["tau"]) else f"{p['tau']:g}"
             # labels of different variants go above / below their points, so coinciding points stay legible
             ax.annotate(f"τ={tau}", (p["avg_window"], p[bleu]), textcoords="offset points",
                         xytext=(4, 5 if k % 2 == 0 else -11), fontsize=7, color=line.get_color())
-    others = points[(points["attention"] != "flexible") & (points["attention"] != "none")]
+    others = points[~gated & (points["attention"] != "none")]
     for _, p in others.iterrows():
         ax.plot([p["avg_window"]], [p[bleu]], linestyle="none", marker=markers.get(p["attention"], "o"),
                 markersize=8, label=f"{p['variant']} ({p['attention']})")
@@ -206,7 +208,7 @@ def vision_span(spans: dict, path: Path,
             y = s["spans"].get(sid) or []
             if y:
                 ax.plot(range(1, len(y) + 1), y, marker="." if len(y) <= 30 else None, label=s["label"],
-                        linestyle="-" if s["attention"] == "flexible" else "--")
+                        linestyle="-" if s["gated"] else "--")
         ax.axhline(len(words), color="grey", linestyle=":", label=f"source length ({len(words)} words)")
         ax.set_ylim(0, len(words) + 2)
         ax.set_title(f"test sentence {sid} ({len(words)} source words)", fontsize=9)

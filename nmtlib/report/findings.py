@@ -1,14 +1,28 @@
 """The papers' directional claims, checked on an experiment's own results (``findings.csv``).
 
 A paper table says *how much* one system beats another on the paper's data; a reader of a
-reproduction wants to know whether the *direction* holds on theirs. Each :class:`Claim` below is
-one such statement of Luong et al. 2015, Bahdanau et al. 2015 or Shu & Nakayama 2017, with the
-rows it compares (A and B), the paper's difference A − B, and a criterion on ours. One row of the
-findings table per claim (Luong Table 4's score rankings give one row per pair), the claims the
-experiment tests first:
+reproduction wants to know whether the *direction* holds on theirs, and how sure that is. Each
+:class:`Claim` below is one statement of Luong et al. 2015, Bahdanau et al. 2015 or Shu &
+Nakayama 2017, with the rows it compares (A and B), the paper's difference A − B, and a
+criterion on ours. One row of the findings table per claim (Luong Table 4's score rankings give
+one row per pair), the claims the experiment tests first.
 
-- ``holds`` / ``does not hold``: the criterion on our difference, stated in ``criterion``;
-- ``not tested``: the experiment has no variant (or decoding) for one side, said in ``note``.
+Every comparison has the 95% interval of A − B and its p-value (``ci_low``, ``ci_high``,
+``p_value``): sacreBLEU's paired bootstrap over the test sentences and, where a side has several
+seeds, their spread (:mod:`nmtlib.report.significance`); the window claims are bootstrapped over
+sentences the same way. ``ours_a`` and ``ours_b`` are means over seeds with their standard
+deviations (``ours_a_sd``, ``ours_b_sd``). The verdict (``criterion`` states it per row):
+
+- ``holds``: the paper's direction and criterion met, the interval beyond 0 on the paper's side;
+- ``does not hold``: the whole interval on the other side of the criterion's bound;
+- ``inconclusive``: within the noise (or no interval, said in ``note``);
+- ``no verdict: smoke run``: a side's models were stopped by ``train.max_steps``;
+- ``not tested``: the experiment has no variant (or decoding) for one side; ``reason`` says why
+  in a few words (the landing page folds untested claims by it), ``note`` in full.
+
+Every BLEU comparison is also made on each other metric family the registry declares for the
+findings (chrF: ``chrf_a``, ``chrf_b``, ``chrf_diff``, ``chrf_ci_low``, ``chrf_ci_high``,
+``chrf_p_value``), on the same texts.
 
 Rows are found the way the paper tables find them: through each variant's ``paper_row``
 (:mod:`nmtlib.report.paper`); where no variant names the paper's row, a claim that is about a
@@ -16,15 +30,10 @@ property rather than one table row (attention vs none, unknown-word replacement,
 RNNsearch vs RNNencdec, Flexible Attention vs global attention of the same architecture) falls
 back to the variants that have that property, named in ``compared``.
 
-Numbers are means over seeds. Where the experiment has several seeds, ``spread`` is the sum of
-both sides' standard deviations over seeds, and a difference no larger than it is flagged
-``within_spread`` (the claim's verdict stands, but the run-to-run noise could reverse it). With
-one seed the spread is unknown (empty).
-
-Metrics (the ``metric`` column names each, :data:`METRIC_LABELS`): BLEU is tokenized BLEU on the
-test set before unknown-word replacement (the unknown-word claim compares after with before), as
-in Luong's tables; Shu's claims use the Shu protocol of :mod:`nmtlib.report.tables` (raw output,
-per-sentence window).
+Metrics (the ``metric`` column names each, from :data:`nmtlib.report.metrics.METRICS`): BLEU is
+tokenized BLEU on the test set before unknown-word replacement (the unknown-word claim compares
+after with before), as in Luong's tables; Shu's claims use the Shu protocol of
+:mod:`nmtlib.report.tables` (raw output, per-sentence window).
 """
 
 from __future__ import annotations
@@ -33,90 +42,103 @@ import math
 import statistics
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 
-from nmtlib.files import read_lines
-from nmtlib.metrics.bleu import tokenized_bleu
-from nmtlib.report.collect import (ExperimentSpec, Ours, attention_label, data_description, test_sentences,
-                                   translation_path)
+from nmtlib.report.collect import ExperimentSpec, Ours, attention_label, data_description, gated, smoke_models
+from nmtlib.report.metrics import METRICS, RunFiles, companion, metrics_in, reference_lines
 from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperRow, PaperTable
-from nmtlib.report.tables import TableHtml, assignments, write_table
+from nmtlib.report.significance import (FAILS, HOLDS, INCONCLUSIVE, METHOD, NO_VERDICT, UNTESTED, VERDICTS,
+                                        Criterion, Interval, Sample, Statistic, compare, resample_indices, verdict)
+from nmtlib.report.tables import TableHtml, assignments, smoke_header, write_table
 
-HOLDS, FAILS, UNTESTED = "holds", "does not hold", "not tested"
-
-COLUMNS = ["claim", "source", "compared", "metric", "paper_a", "paper_b", "paper_diff", "ours_a", "ours_b",
-           "ours_diff", "criterion", "verdict", "spread", "within_spread", "note"]
+#: the registered metrics the claims compare (:data:`nmtlib.report.metrics.METRICS`)
+BLEU, BLEU_UNK, PPL, WINDOW = "bleu_before_unk_replace", "bleu_after_unk_replace", "test_ppl", "avg_window"
 
 #: "A ≫ B" claims hold when A gains at least this many BLEU points
 LARGE_GAIN = 2.0
 #: "A ≈ B" / "small loss" claims hold when A loses at most this many BLEU points
 SMALL_LOSS = 1.0
 
+BETTER = Criterion(0.0, True, "A − B > 0")
+NOT_WORSE = Criterion(0.0, False, "A − B ≥ 0")
+LARGE = Criterion(LARGE_GAIN, False, f"A − B ≥ {LARGE_GAIN:g} BLEU")
+SMALL = Criterion(-SMALL_LOSS, False, f"A − B ≥ −{SMALL_LOSS:g} BLEU", beyond=-SMALL_LOSS)
+#: window claims compare A's window with B's in percent (the paper's −56% / −64%)
+HALF_WINDOW = Criterion(-50.0, False, "window change ≤ −50%", below=True)
+SMALLER_WINDOW = Criterion(0.0, True, "window change < 0%", below=True)
+
+#: why a claim is not tested, in a few words (``reason``; the landing page folds untested claims by it)
+NO_ROWS = "no variant regenerates the paper's rows"
+NO_VARIANT = "the experiment has no variant of the kind the claim needs"
+NOT_DECODED = "not decoded at the paper's τ"
+NO_RESULTS = "no results yet"
+NO_UNK_REPLACE = "decoded without unknown-word replacement"
+
+
+class Missing(NamedTuple):
+    """Why a side of a comparison is absent: ``reason`` (one of the constants above) and the detail."""
+
+    reason: str
+    detail: str
+
+
+BASE_COLUMNS = ["claim", "source", "compared", "metric", "paper_a", "paper_b", "paper_diff", "ours_a", "ours_a_sd",
+                "ours_b", "ours_b_sd", "ours_diff", "ci_low", "ci_high", "p_value", "criterion", "verdict", "reason",
+                "note"]
+#: the columns of each further metric family a comparison is also made on (``<family>_<part>``)
+FAMILY_PARTS = ("a", "b", "diff", "ci_low", "ci_high", "p_value")
+
+
+def families() -> list[str]:
+    """The metric families the registry declares for the findings, beside the claims' own metric (chrF)."""
+    return list(dict.fromkeys(m.family for m in metrics_in("findings") if m.family))
+
+
+def columns() -> list[str]:
+    return [*BASE_COLUMNS, *(f"{family}_{part}" for family in families() for part in FAMILY_PARTS)]
+
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a comparison: a variant (or ensemble) decoded with one setting."""
+    """One side of a comparison: a variant (or ensemble) decoded with one setting, and a metric."""
 
     name: str
     setting: str | None = None  #: decoding setting (None: the name's first, τ = ∞)
-    metric: str = "bleu"
+    metric: str = BLEU  #: a registered metric
 
     def label(self) -> str:
         return self.name if self.setting is None else f"{self.name} ({self.setting})"
 
 
-@dataclass(frozen=True)
-class Criterion:
-    """``ours_diff`` (A − B) must be ≥ ``bound`` (> when ``strict``), or ≤ (<) it when ``below``."""
-
-    bound: float
-    strict: bool
-    text: str
-    below: bool = False
-
-    def holds(self, diff: float) -> bool:
-        if self.below:
-            return diff < self.bound if self.strict else diff <= self.bound
-        return diff > self.bound if self.strict else diff >= self.bound
-
-
-BETTER = Criterion(0.0, True, "A − B > 0")
-NOT_WORSE = Criterion(0.0, False, "A − B ≥ 0")
-LARGE = Criterion(LARGE_GAIN, False, f"A − B ≥ {LARGE_GAIN:g} BLEU")
-SMALL = Criterion(-SMALL_LOSS, False, f"A − B ≥ −{SMALL_LOSS:g} BLEU")
-#: window claims compare A's window with B's in percent (the paper's −56% / −64%)
-HALF_WINDOW = Criterion(-50.0, False, "window change ≤ −50%", below=True)
-SMALLER_WINDOW = Criterion(0.0, True, "window change < 0%", below=True)
-
-#: what the ``metric`` column says for a side's metric (:meth:`Ours.value` names)
-METRIC_LABELS = {
-    "bleu": "test BLEU before unk replacement",
-    "bleu_unk": "test BLEU after unk replacement",
-    "ppl": "test perplexity",
-    "dev_ppl": "dev perplexity",
-    "avg_window": "test window (source words scored per step)",
-}
-
-
 def metric_label(a: Side | None, b: Side | None, metric: str | None = None) -> str:
-    """The ``metric`` column: the metric of both sides, or of each side where they differ."""
+    """The ``metric`` column: the metric of both sides in words, or of each side where they differ."""
+    def words(name: str) -> str:
+        return METRICS[name].label if name in METRICS else name
+
     if metric is not None:
-        return METRIC_LABELS.get(metric, metric)
+        return words(metric)
     if a is not None and b is not None and a.metric != b.metric:
-        return f"A: {METRIC_LABELS.get(a.metric, a.metric)}; B: {METRIC_LABELS.get(b.metric, b.metric)}"
+        return f"A: {words(a.metric)}; B: {words(b.metric)}"
     side = a or b
-    return METRIC_LABELS.get(side.metric if side else "bleu", side.metric if side else "bleu")
+    return words(side.metric if side else BLEU)
 
 
 class _Context:
-    """What every claim needs: the spec, our numbers and the paper-row mapping."""
+    """What every claim needs: the spec, our numbers, the paper-row mapping, the smoke-run models
+    and the bootstrap's resamples of each run (computed once per run and metric)."""
 
     def __init__(self, spec: ExperimentSpec, ours: Ours):
         self.spec, self.ours = spec, ours
         self.mapped = assignments(spec)
         self.ja = (spec.data.get("tgt") or "") == "ja"
+        self.smoke = smoke_models(spec)
+        self.refs = reference_lines(spec)
+        self.idx = resample_indices(len(self.refs)) if self.refs else None
+        self._samples: dict[tuple, Sample | None] = {}
 
     def mapped_to(self, table: PaperTable, key: str) -> str | None:
         names = self.mapped.get(table.name, {}).get(key) or []
@@ -126,25 +148,63 @@ class _Context:
         return self.ours.value(side.name, side.metric, side.setting)
 
     def sd(self, side: Side) -> float | None:
-        """Standard deviation of ``side``'s metric over seeds (None with fewer than 2)."""
-        if side.metric in ("ppl", "dev_ppl"):
-            df = self.ours.models[self.ours.models.variant == side.name] if not self.ours.models.empty else None
-        else:
-            df = self.ours.translation(side.name, side.setting or self.spec.settings[side.name][0])
-        if df is None or len(df) < 2 or side.metric not in df or df[side.metric].isna().any():
-            return None
-        return float(df[side.metric].astype(float).std())
+        return self.ours.sd(side.name, side.metric, side.setting)
+
+    def is_smoke(self, name: str) -> bool:
+        """Whether ``name``'s models (an ensemble's members') were stopped by ``train.max_steps``."""
+        return any(n in self.smoke for n in self.spec.ensembles.get(name, [name]))
 
     def variants_where(self, test: Callable[[dict[str, Any]], bool]) -> list[str]:
         return [n for n, v in self.spec.variants.items() if test(v)]
 
-    def best(self, names: list[str], metric: str = "bleu") -> str | None:
+    def best(self, names: list[str], metric: str = BLEU) -> str | None:
         scored = [(self.ours.value(n, metric), n) for n in names]
         scored = [(v, n) for v, n in scored if v is not None]
         return max(scored)[1] if scored else None
 
     def setting(self, name: str, tau: float | None) -> str | None:
         return self.ours.setting(name, tau)
+
+    def _sample(self, name: str, run: str, setting: str, metric: str, keep: np.ndarray | None) -> Sample | None:
+        """One run's score and resampled scores on ``metric`` (None: its texts are missing)."""
+        key = (name, run, setting, metric, None if keep is None else keep.tobytes())
+        if key not in self._samples:
+            m, files = METRICS[metric], RunFiles(self.spec, name, run, setting)
+            stat, stats = None, None
+            if m.statistics is not None and m.text and self.refs is not None:
+                hyps = files.hypotheses(m.text)
+                if hyps is not None and len(hyps) == len(self.refs):
+                    stat = Statistic(m.statistics)
+                    stats = stat.sentences(hyps, self.refs)
+            elif m.sentences is not None and self.refs is not None:
+                values = m.sentences(files)
+                if values is not None and len(values) == len(self.refs):
+                    stat = Statistic()
+                    stats = stat.sentences(values)
+            self._samples[key] = (None if stat is None or stats is None else
+                                  Sample(stat.full(stats, keep), stat.resampled(stats, self.idx, keep)))
+        return self._samples[key]
+
+    def samples(self, side: Side, metric: str | None = None, keep: np.ndarray | None = None) -> list[Sample]:
+        """Every run of ``side`` on ``metric`` (default: the side's), resampled over the test
+        sentences where its texts are there (``keep``: those sentences only), else its value alone."""
+        metric = metric or side.metric
+        setting = side.setting or self.spec.settings[side.name][0]
+        runs = self.spec.runs(side.name)
+        resampled = [self._sample(side.name, r, setting, metric, keep) for r in runs]
+        if keep is not None or all(s is not None for s in resampled):
+            return [s for s in resampled if s is not None]
+        per_run = self.ours.per_run(side.name, metric, side.setting)
+        return [Sample(per_run[r], np.empty(0)) for r in runs if r in per_run]
+
+    def paired(self, a: Side, b: Side) -> bool:
+        """Whether A's and B's runs are the same seeds of one model (or of a model and its
+        fine-tuned stage, seed for seed), so that the seed term is of the paired differences."""
+        same = a.name == b.name or self.spec.variants.get(a.name, {}).get("finetune_from") == b.name
+        return same and self.spec.runs(a.name) == self.spec.runs(b.name)
+
+    def interval(self, a: Side, b: Side, metric_a: str, metric_b: str, relative: bool = False) -> Interval | None:
+        return compare(self.samples(a, metric_a), self.samples(b, metric_b), self.paired(a, b), relative)
 
 
 @dataclass(frozen=True)
@@ -160,43 +220,71 @@ def _rows(table: PaperTable, *keys: str) -> list[PaperRow]:
     return [by_key[k] for k in keys]
 
 
-def _unmapped(table: PaperTable, *pairs: tuple[PaperRow, str | None]) -> str:
+def _unmapped(table: PaperTable, *pairs: tuple[PaperRow, str | None]) -> Missing:
     """Why a comparison is not tested: the paper rows (of ``(row, variant)`` pairs) no variant maps."""
-    return " and ".join(f"no variant regenerates {table.paper.split()[0]} {table.table} {r.label!r} "
-                        f"(paper_row: {{{table.name}: {r.key}}})" for r, name in pairs if name is None)
+    return Missing(NO_ROWS, " and ".join(f"no variant regenerates {table.paper.split()[0]} {table.table} "
+                                         f"{r.label!r} (paper_row: {{{table.name}: {r.key}}})"
+                                         for r, name in pairs if name is None))
+
+
+def _pct(x: float | None, y: float | None) -> float | None:
+    return None if x is None or y is None or not y else round(100 * (x - y) / y, 2)
+
+
+def _interval_cells(interval: Interval | None, prefix: str = "") -> dict[str, Any]:
+    if interval is None:
+        return {f"{prefix}ci_low": None, f"{prefix}ci_high": None, f"{prefix}p_value": None}
+    return {f"{prefix}ci_low": round(interval.low, 4), f"{prefix}ci_high": round(interval.high, 4),
+            f"{prefix}p_value": round(interval.p_value, 4)}
+
+
+def _no_interval(ctx: _Context, a: Side, b: Side) -> str:
+    """Why a comparison has no interval (one run per side and nothing to resample)."""
+    if METRICS[a.metric].statistics is None and METRICS[a.metric].sentences is None:
+        return (f"no interval: {METRICS[a.metric].label} has no per-sentence scores to resample, and the seeds' "
+                "spread needs two runs")
+    return "no interval: the translations to resample are missing, and the seeds' spread needs two runs"
 
 
 def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None, paper_a: float | None,
-         paper_b: float | None, criterion: Criterion, missing: str = "", note: str = "",
-         paper_diff: float | None = None, metric: str | None = None) -> dict[str, Any]:
-    """One findings row comparing A with B (``missing``: why a side is absent)."""
-    out: dict[str, Any] = {c: None for c in COLUMNS}
-    out.update(claim=claim, source=source, metric=metric_label(a, b, metric),
-               paper_a=paper_a, paper_b=paper_b, criterion=criterion.text, within_spread=None)
+         paper_b: float | None, criterion: Criterion, missing: Missing | None = None, note: str = "",
+         paper_diff: float | None = None, metric: str | None = None, relative: bool = False) -> dict[str, Any]:
+    """One findings row comparing A with B (``missing``: why a side is absent; ``relative``: A's
+    change against B in percent, as the window claims have it)."""
+    out: dict[str, Any] = {c: None for c in columns()}
+    out.update(claim=claim, source=source, metric=metric_label(a, b, metric), paper_a=paper_a, paper_b=paper_b,
+               criterion=criterion.rule())
     if paper_diff is None and paper_a is not None and paper_b is not None:
-        paper_diff = round(paper_a - paper_b, 4)
+        paper_diff = _pct(paper_a, paper_b) if relative else round(paper_a - paper_b, 4)
     out["paper_diff"] = paper_diff
     notes = [note] if note else []
     if a is None or b is None:
-        out.update(compared="", verdict=UNTESTED, note="; ".join([missing, *notes]))
+        missing = missing or Missing(NO_VARIANT, "")
+        out.update(compared="", verdict=UNTESTED, reason=missing.reason, note="; ".join([missing.detail, *notes]))
         return out
     out["compared"] = f"A: {a.label()} vs B: {b.label()}"
     va, vb = ctx.value(a), ctx.value(b)
-    out.update(ours_a=va, ours_b=vb)
+    out.update(ours_a=va, ours_a_sd=ctx.sd(a), ours_b=vb, ours_b_sd=ctx.sd(b))
     if va is None or vb is None:
         absent = a.label() if va is None else b.label()
-        out.update(verdict=UNTESTED, note="; ".join([f"no result for {absent} yet", *notes]))
+        out.update(verdict=UNTESTED, reason=NO_RESULTS, note="; ".join([f"no result for {absent} yet", *notes]))
         return out
-    diff = round(va - vb, 4)
-    out["ours_diff"] = diff
-    out["verdict"] = HOLDS if criterion.holds(diff) else FAILS
-    sda, sdb = ctx.sd(a), ctx.sd(b)
-    if sda is not None and sdb is not None:
-        spread = round(sda + sdb, 4)
-        out["spread"] = spread
-        out["within_spread"] = abs(diff) <= spread
-        if out["within_spread"]:
-            notes.append(f"the difference is within the run-to-run spread (±{spread:g} over seeds)")
+    diff = _pct(va, vb) if relative else round(va - vb, 4)
+    interval = ctx.interval(a, b, a.metric, b.metric, relative)
+    out.update(ours_diff=diff, **_interval_cells(interval), verdict=verdict(criterion, diff, interval))
+    if interval is None:
+        notes.append(_no_interval(ctx, a, b))
+    if ctx.is_smoke(a.name) or ctx.is_smoke(b.name):
+        out["verdict"] = NO_VERDICT
+    for family in families():
+        ma, mb = companion(a.metric, family), companion(b.metric, family)
+        if ma is None or mb is None:
+            continue
+        fa, fb = ctx.ours.value(a.name, ma.name, a.setting), ctx.ours.value(b.name, mb.name, b.setting)
+        if fa is None or fb is None:
+            continue
+        out.update({f"{family}_a": fa, f"{family}_b": fb, f"{family}_diff": round(fa - fb, 4),
+                    **_interval_cells(ctx.interval(a, b, ma.name, mb.name), f"{family}_")})
     out["note"] = "; ".join(notes)
     return out
 
@@ -208,9 +296,8 @@ def _luong_chain(a_key: str, b_key: str, claim: str) -> Claim:
     def rows(ctx: _Context) -> Iterator[dict[str, Any]]:
         pa, pb = _rows(table, a_key, b_key)
         na, nb = ctx.mapped_to(table, a_key), ctx.mapped_to(table, b_key)
-        missing = _unmapped(table, (pa, na), (pb, nb))
         yield _row(ctx, claim, f"{table.citation}", Side(na) if na else None, Side(nb) if nb else None,
-                   pa.values.get("bleu"), pb.values.get("bleu"), BETTER, missing)
+                   pa.values.get("bleu"), pb.values.get("bleu"), BETTER, _unmapped(table, (pa, na), (pb, nb)))
 
     return Claim(claim, table.citation, rows)
 
@@ -227,7 +314,7 @@ def _attention_vs_none(ctx: _Context) -> Iterator[dict[str, Any]]:
         note = "rows not in this experiment: compares its best Luong-architecture models with and without attention"
     yield _row(ctx, claim, LUONG_TABLE1.citation, Side(a) if a else None, Side(b) if b else None,
                pa.values["bleu"], pb.values["bleu"], LARGE,
-               "needs a Luong-architecture variant with attention and one without", note)
+               Missing(NO_VARIANT, "needs a Luong-architecture variant with attention and one without"), note)
 
 
 def _table4_pairs(ctx: _Context) -> Iterator[dict[str, Any]]:
@@ -236,39 +323,38 @@ def _table4_pairs(ctx: _Context) -> Iterator[dict[str, Any]]:
     groups: dict[str, list[PaperRow]] = {}
     for r in LUONG_TABLE4.rows:  # keys are <mechanism>-<score>: global-dot, local-p-general, …
         groups.setdefault(r.key.rsplit("-", 1)[0], []).append(r)
-    for mechanism, rows in groups.items():
+    for rows in groups.values():
         with_bleu = [r for r in rows if r.values.get("bleu") is not None]
         for i, r1 in enumerate(with_bleu):
             for r2 in with_bleu[i + 1:]:
                 a, b = (r1, r2) if r1.values["bleu"] >= r2.values["bleu"] else (r2, r1)
-                yield _scored_pair(ctx, a, b, "bleu")
+                yield _scored_pair(ctx, a, b, BLEU)
         ppl_only = [r for r in rows if r.values.get("bleu") is None and r.values.get("ppl") is not None]
         best = min((r for r in with_bleu if r.values.get("ppl") is not None), key=lambda r: r.values["ppl"],
                    default=None)
         for r in ppl_only:
             if best is not None:
-                yield _scored_pair(ctx, best, r, "ppl")
+                yield _scored_pair(ctx, best, r, PPL)
     # local-p against global with the same (general) score: the paper's best against its baseline
     pa, pb = _rows(LUONG_TABLE4, "local-p-general", "global-general")
     a, b = ctx.mapped_to(LUONG_TABLE4, pa.key), ctx.mapped_to(LUONG_TABLE4, pb.key)
-    missing = _unmapped(LUONG_TABLE4, (pa, a), (pb, b))
     yield _row(ctx, "local-p attention (general) is at least as good as global attention (general)",
                LUONG_TABLE4.citation, Side(a) if a else None, Side(b) if b else None, pa.values["bleu"],
-               pb.values["bleu"], NOT_WORSE, missing)
+               pb.values["bleu"], NOT_WORSE, _unmapped(LUONG_TABLE4, (pa, a), (pb, b)))
 
 
 def _scored_pair(ctx: _Context, a: PaperRow, b: PaperRow, metric: str) -> dict[str, Any]:
     na, nb = ctx.mapped_to(LUONG_TABLE4, a.key), ctx.mapped_to(LUONG_TABLE4, b.key)
     missing = _unmapped(LUONG_TABLE4, (a, na), (b, nb))
-    if metric == "bleu":
+    if metric == BLEU:
         claim = f"{a.label} scores higher BLEU than {b.label}"
         return _row(ctx, claim, LUONG_TABLE4.citation, Side(na) if na else None, Side(nb) if nb else None,
                     a.values["bleu"], b.values["bleu"], BETTER if a.values["bleu"] > b.values["bleu"] else NOT_WORSE,
                     missing)
     claim = f"{b.label} has a higher perplexity than {a.label}"
-    return _row(ctx, claim, f"{LUONG_TABLE4.citation}, footnote 15", Side(nb, metric="ppl") if nb else None,
-                Side(na, metric="ppl") if na else None, b.values["ppl"], a.values["ppl"],
-                Criterion(0.0, True, "A − B > 0 (B's perplexity is lower)"), missing, metric="ppl")
+    return _row(ctx, claim, f"{LUONG_TABLE4.citation}, footnote 15", Side(nb, metric=PPL) if nb else None,
+                Side(na, metric=PPL) if na else None, b.values["ppl"], a.values["ppl"],
+                Criterion(0.0, True, "A − B > 0 (B's perplexity is lower)"), missing, metric=PPL)
 
 
 def _unk_replacement(ctx: _Context) -> Iterator[dict[str, Any]]:
@@ -281,12 +367,12 @@ def _unk_replacement(ctx: _Context) -> Iterator[dict[str, Any]]:
         note = "no variant regenerates Luong Table 1 '+ unk replace': compares the best attentional model"
     if name is not None and not ctx.spec.variants[name]["decode"].get("unk_replace", True):
         yield _row(ctx, claim, LUONG_TABLE1.citation, None, None, pa.values["bleu"], pb.values["bleu"], BETTER,
-                   f"{name} is decoded with decode.unk_replace: false")
+                   Missing(NO_UNK_REPLACE, f"{name} is decoded with decode.unk_replace: false"))
         return
-    a = Side(name, metric="bleu_unk") if name else None
-    note = "; ".join(x for x in ("A: after replacement (bleu_unk), B: before (bleu)", note) if x)
+    a = Side(name, metric=BLEU_UNK) if name else None
+    note = "; ".join(x for x in ("A: after replacement, B: before, the same translation", note) if x)
     yield _row(ctx, claim, LUONG_TABLE1.citation, a, Side(name) if name else None, pa.values["bleu"],
-               pb.values["bleu"], BETTER, "needs an attentional variant", note)
+               pb.values["bleu"], BETTER, Missing(NO_VARIANT, "needs an attentional variant"), note)
 
 
 def _ensembles(ctx: _Context) -> Iterator[dict[str, Any]]:
@@ -295,12 +381,12 @@ def _ensembles(ctx: _Context) -> Iterator[dict[str, Any]]:
     note = "both sides before unknown-word replacement (the paper's rows are after it)"
     if not ctx.spec.ensembles:
         yield _row(ctx, claim, LUONG_TABLE1.citation, None, None, pa.values["bleu"], pb.values["bleu"], BETTER,
-                   "the experiment has no ensemble")
+                   Missing(NO_VARIANT, "the experiment has no ensemble"))
         return
     for name, members in ctx.spec.ensembles.items():
         best = ctx.best(list(members))
         yield _row(ctx, claim, LUONG_TABLE1.citation, Side(name), Side(best) if best else None, pa.values["bleu"],
-                   pb.values["bleu"], BETTER, f"no result for any member of {name} yet", note)
+                   pb.values["bleu"], BETTER, Missing(NO_RESULTS, f"no result for any member of {name} yet"), note)
 
 
 def _rnnsearch_sides(ctx: _Context) -> tuple[str | None, str | None, str]:
@@ -316,50 +402,79 @@ def _rnnsearch_sides(ctx: _Context) -> tuple[str | None, str | None, str]:
 def _rnnsearch(ctx: _Context) -> Iterator[dict[str, Any]]:
     pa, pb = _rows(BAHDANAU_TABLE1, "rnnsearch-50", "rnnencdec-50")
     a, b, note = _rnnsearch_sides(ctx)
-    missing = "needs an RNNsearch variant and an RNNencdec variant (arch: rnnsearch, attention: none)"
+    missing = Missing(NO_VARIANT, "needs an RNNsearch variant and an RNNencdec variant (arch: rnnsearch, "
+                                  "attention: none)")
     yield _row(ctx, "RNNsearch is much better than RNNencdec", BAHDANAU_TABLE1.citation, Side(a) if a else None,
                Side(b) if b else None, pa.values["bleu_all"], pb.values["bleu_all"], LARGE, missing, note)
     yield _length_gain(ctx, a, b, missing)
 
 
-def _length_gain(ctx: _Context, a: str | None, b: str | None, missing: str) -> dict[str, Any]:
+def _halves(ctx: _Context, a: str, b: str, metric: str, long_: np.ndarray) -> tuple[float, float, Interval | None]:
+    """(A − B on the long sentences, A − B on the rest, the interval of their difference): every
+    run of each side scored on each half of the test set, resampled over the whole test set."""
+    sides = {}
+    for name in (a, b):
+        halves = [ctx.samples(Side(name), metric, keep) for keep in (long_, ~long_)]
+        if not all(halves) or len(halves[0]) != len(halves[1]):
+            return math.nan, math.nan, None
+        sides[name] = halves
+    gain = [float(np.mean([s.full for s in sides[a][k]]) - np.mean([s.full for s in sides[b][k]])) for k in (0, 1)]
+    # per run, the score on the long half minus that on the short one: A's minus B's is the claim's difference
+    per_run = {n: [Sample(lo.full - sh.full, lo.resampled - sh.resampled) for lo, sh in zip(*sides[n])]
+               for n in (a, b)}
+    return gain[0], gain[1], compare(per_run[a], per_run[b])
+
+
+def _length_gain(ctx: _Context, a: str | None, b: str | None, missing: Missing) -> dict[str, Any]:
     """Bahdanau Fig. 2: RNNsearch's advantage grows with sentence length. Ours: the test set split
     at its median source length; A − B on the longer half minus A − B on the rest, each half
-    scored with tokenized BLEU (first seed). A split with no free parameter: BLEU of the extreme
-    length buckets rests on a handful of sentences (Multi30k: 7 and 1)."""
+    scored with tokenized BLEU (sacreBLEU's, as multi-bleu.perl), the mean over each side's runs.
+    A split with no free parameter: BLEU of the extreme length buckets rests on a handful of
+    sentences (Multi30k: 7 and 1). The interval resamples the whole test set, each resample split
+    by the same rule, and adds the seeds' spread of each side's long − short difference."""
     claim = "RNNsearch's gain over RNNencdec is largest on long sentences"
-    source = f"{BAHDANAU_TABLE1.paper}, Fig. 2"
-    out = _row(ctx, claim, source, None, None, None, None, BETTER, missing)
+    out = _row(ctx, claim, f"{BAHDANAU_TABLE1.paper}, Fig. 2", None, None, None, None, BETTER, missing)
     out["metric"] = "gain in test BLEU before unk replacement, long half − short half"
     if a is None or b is None:
         return out
-    out["compared"] = f"A: {a} vs B: {b}; the gain on the sentences longer than the median vs the rest"
-    src, refs = test_sentences(ctx.spec, "src"), test_sentences(ctx.spec, "tgt")
-    hyps = {}
-    for name in (a, b):
-        path = translation_path(ctx.spec, name, ctx.spec.runs(name)[0], ctx.spec.settings[name][0]).with_suffix(".txt")
-        hyps[name] = read_lines(path) if path.exists() else None
-    if src is None or refs is None or any(h is None or len(h) != len(refs) for h in hyps.values()):
-        out["note"] = "no translations of both models yet"
+    out.update(compared=f"A: {a} vs B: {b}; the gain on the sentences longer than the median vs the rest",
+               reason=None, note="")
+    src = test_source_lengths(ctx.spec)
+    if src is None or not len(src):
+        out.update(verdict=UNTESTED, reason=NO_RESULTS, note="no test source yet")
         return out
-    median = statistics.median(len(s) for s in src)
-    short = [i for i, s in enumerate(src) if len(s) <= median]
-    long_ = [i for i, s in enumerate(src) if len(s) > median]
-    if not short or not long_:
-        out["note"] = "every test sentence has the same length"
+    median = statistics.median(src)
+    long_ = src > median
+    if long_.all() or not long_.any():
+        out.update(verdict=UNTESTED, reason=NO_RESULTS, note="every test sentence has the same length")
         return out
-
-    def gain(idx: list[int]) -> float:
-        bleu = [tokenized_bleu([hyps[n][i] for i in idx], [" ".join(refs[i]) for i in idx]).to_dict()["bleu"]
-                for n in (a, b)]
-        return bleu[0] - bleu[1]
-
-    gain_short, gain_long = gain(short), gain(long_)
-    out.update(ours_a=round(gain_long, 4), ours_b=round(gain_short, 4), ours_diff=round(gain_long - gain_short, 4),
-               verdict=HOLDS if gain_long > gain_short else FAILS,
-               note=f"A: BLEU gain on the {len(long_)} sentences of more than {median:g} source words; B: on the "
-                    f"other {len(short)}; the paper shows this as a figure (no number)")
+    gain_long, gain_short, interval = _halves(ctx, a, b, BLEU, long_)
+    if math.isnan(gain_long):
+        out.update(verdict=UNTESTED, reason=NO_RESULTS, note="no translations of both models yet")
+        return out
+    diff = round(gain_long - gain_short, 4)
+    out.update(ours_a=round(gain_long, 4), ours_b=round(gain_short, 4), ours_diff=diff, **_interval_cells(interval),
+               verdict=NO_VERDICT if ctx.is_smoke(a) or ctx.is_smoke(b) else verdict(BETTER, diff, interval),
+               note=f"A: BLEU gain on the {int(long_.sum())} sentences of more than {median:g} source words; B: on "
+                    f"the other {int((~long_).sum())}; the paper shows this as a figure (no number)")
+    for family in families():
+        m = companion(BLEU, family)
+        if m is not None:
+            fl, fs, fi = _halves(ctx, a, b, m.name, long_)
+            if not math.isnan(fl):
+                out.update({f"{family}_a": round(fl, 4), f"{family}_b": round(fs, 4),
+                            f"{family}_diff": round(fl - fs, 4), **_interval_cells(fi, f"{family}_")})
     return out
+
+
+def test_source_lengths(spec: ExperimentSpec) -> np.ndarray | None:
+    """Words of each test source sentence (``data/test.src``), or None if absent."""
+    path = Path(spec.results) / "data" / "test.src"
+    if not path.exists():
+        return None
+    from nmtlib.files import read_lines
+
+    return np.array([len(line.split()) for line in read_lines(path)])
 
 
 def _shu_value(row_key: str, ctx: _Context, metric: str) -> float | None:
@@ -369,15 +484,15 @@ def _shu_value(row_key: str, ctx: _Context, metric: str) -> float | None:
 
 
 def _shu_sides(ctx: _Context) -> tuple[str | None, str | None, str | None, str]:
-    """(global baseline, flexible, fine-tuned) of Shu's architecture, through paper_row or the
-    variants' properties; and a note on how they were found."""
+    """(global baseline, Flexible Attention, fine-tuned) of Shu's architecture, through paper_row
+    or the variants' properties (Flexible Attention: a gated mechanism); and a note on how they were found."""
     g = ctx.mapped_to(SHU_TABLE1, "global")
     f = ctx.mapped_to(SHU_TABLE1, "flexible-inf") or ctx.mapped_to(SHU_TABLE1, "flexible-1.2")
     ft = ctx.mapped_to(SHU_TABLE1, "finetuned-1.2")
     note = ""
     variants = ctx.spec.variants
     if f is None:
-        flex = ctx.variants_where(lambda v: v["model"]["attention"] == "flexible" and not v.get("finetune_from"))
+        flex = ctx.variants_where(lambda v: gated(v) and not v.get("finetune_from"))
         f = flex[0] if flex else None
     if ft is None and f is not None:
         children = [n for n, v in variants.items() if v.get("finetune_from") == f]
@@ -394,29 +509,29 @@ def _shu_sides(ctx: _Context) -> tuple[str | None, str | None, str | None, str]:
 def _shu(ctx: _Context) -> Iterator[dict[str, Any]]:
     src = SHU_TABLE1.citation + (" (En→Ja)" if ctx.ja else " (De→En)")
     g, f, ft, note = _shu_sides(ctx)
-    no_flex = "needs a Flexible Attention variant (attention: flexible)"
+    no_flex = Missing(NO_VARIANT, "needs a Flexible Attention variant (a gated mechanism: attention: flexible)")
     # τ = ∞: Flexible Attention only adds a penalty term, so it should not lose to its baseline
     yield _row(ctx, "Flexible Attention at τ = ∞ is as good as global attention of the same architecture", src,
                Side(f) if f else None, Side(g) if g else None, _shu_value("flexible-inf", ctx, "bleu"),
                _shu_value("global", ctx, "bleu"), SMALL,
-               no_flex if f is None else f"needs Shu's global-attention baseline beside {f} "
-                                          f"(paper_row: {{shu_table1: global}})", note)
+               no_flex if f is None else Missing(NO_VARIANT, f"needs Shu's global-attention baseline beside {f} "
+                                                             f"(paper_row: {{shu_table1: global}})"), note)
     s12 = ctx.setting(f, 1.2) if f else None
-    missing12 = no_flex if f is None else f"{f} is not decoded at τ = 1.2 (decode.taus)"
+    missing12 = no_flex if f is None else Missing(NOT_DECODED, f"{f} is not decoded at τ = 1.2 (decode.taus)")
     # τ = 1.2: fewer than half the scores computed, for little BLEU
     yield _window_row(ctx, "Flexible Attention at τ = 1.2 computes under half the attention scores", src,
-                      Side(f, s12, "avg_window") if s12 else None, Side(f, None, "avg_window") if f else None,
+                      Side(f, s12, WINDOW) if s12 else None, Side(f, None, WINDOW) if f else None,
                       _shu_value("flexible-1.2", ctx, "window"), _shu_value("flexible-inf", ctx, "window"),
-                      HALF_WINDOW, missing12 if s12 is None else "")
+                      HALF_WINDOW, missing12)
     yield _row(ctx, "… for a small loss of BLEU", src, Side(f, s12) if s12 else None, Side(f) if f else None,
-               _shu_value("flexible-1.2", ctx, "bleu"), _shu_value("flexible-inf", ctx, "bleu"), SMALL,
-               missing12 if s12 is None else "")
+               _shu_value("flexible-1.2", ctx, "bleu"), _shu_value("flexible-inf", ctx, "bleu"), SMALL, missing12)
     sft = ctx.setting(ft, 1.2) if ft else None
-    missing_ft = ("needs a fine-tuned Flexible Attention variant (finetune_from, train.beta)" if ft is None
-                  else f"{ft} is not decoded at τ = 1.2" if sft is None else missing12 if s12 is None else "")
+    missing_ft = (Missing(NO_VARIANT, "needs a fine-tuned Flexible Attention variant (finetune_from, train.beta)")
+                  if ft is None else Missing(NOT_DECODED, f"{ft} is not decoded at τ = 1.2") if sft is None
+                  else missing12)
     ok = sft is not None and s12 is not None
     yield _window_row(ctx, "β fine-tuning shrinks the window further (τ = 1.2)", src,
-                      Side(ft, sft, "avg_window") if ok else None, Side(f, s12, "avg_window") if ok else None,
+                      Side(ft, sft, WINDOW) if ok else None, Side(f, s12, WINDOW) if ok else None,
                       _shu_value("finetuned-1.2", ctx, "window"), _shu_value("flexible-1.2", ctx, "window"),
                       SMALLER_WINDOW, missing_ft)
     yield _row(ctx, "… at a small cost in BLEU (τ = 1.2)", src, Side(ft, sft) if ok else None,
@@ -425,16 +540,11 @@ def _shu(ctx: _Context) -> Iterator[dict[str, Any]]:
 
 
 def _window_row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None, paper_a: float | None,
-                paper_b: float | None, criterion: Criterion, missing: str) -> dict[str, Any]:
+                paper_b: float | None, criterion: Criterion, missing: Missing) -> dict[str, Any]:
     """A window comparison: ``ours_diff`` is A's window relative to B's, in percent, and the
-    criterion applies to that (no spread: windows of one model differ by decoding, not by seed)."""
-    out = _row(ctx, claim, source, a, b, paper_a, paper_b, criterion, missing)
-    pct = lambda x, y: None if x is None or y is None or not y else round(100 * (x - y) / y, 2)  # noqa: E731
-    out.update(metric="window (A vs B: change %)", paper_diff=pct(paper_a, paper_b), spread=None, within_spread=None)
-    change = pct(out["ours_a"], out["ours_b"])
-    if change is not None:
-        out.update(ours_diff=change, verdict=HOLDS if criterion.holds(change) else FAILS,
-                   note="; ".join(n for n in str(out["note"] or "").split("; ") if n and "spread" not in n))
+    criterion applies to that; the interval resamples the sentences' windows and pairs the seeds."""
+    out = _row(ctx, claim, source, a, b, paper_a, paper_b, criterion, missing, relative=True)
+    out["metric"] = "window (A vs B: change %)"
     return out
 
 
@@ -456,33 +566,49 @@ def findings_table(spec: ExperimentSpec, ours: Ours | None = None) -> pd.DataFra
     ctx = _Context(spec, ours or Ours(spec))
     rows = [row for claim in CLAIMS for row in claim.rows(ctx)]
     rows.sort(key=lambda r: r["verdict"] == UNTESTED)  # what the experiment tests first, in claim order
-    df = pd.DataFrame(rows, columns=COLUMNS)
-    for column in ("paper_a", "paper_b", "paper_diff", "ours_a", "ours_b", "ours_diff", "spread"):
+    df = pd.DataFrame(rows, columns=columns())
+    numeric = [c for c in df.columns if c not in ("claim", "source", "compared", "metric", "criterion", "verdict",
+                                                  "reason", "note")]
+    for column in numeric:
         df[column] = [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in df[column]]
     return df
 
 
 def counts(df: pd.DataFrame) -> dict[str, int]:
-    """Verdicts counted: ``{"holds": n, "does not hold": n, "not tested": n}``."""
-    return {v: int((df["verdict"] == v).sum()) for v in (HOLDS, FAILS, UNTESTED)}
+    """Verdicts counted: ``{verdict: n}`` for every verdict of :data:`nmtlib.report.significance.VERDICTS`."""
+    return {v: int((df["verdict"] == v).sum()) for v in VERDICTS}
 
 
-def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv) -> TableHtml:
+def verdict_summary(df: pd.DataFrame) -> str:
+    """The verdicts counted in words: "3 hold, 1 does not hold, 2 are inconclusive and 13 are not tested"."""
+    c = counts(df)
+    words = {HOLDS: ("holds", "hold"), FAILS: ("does not hold", "do not hold"),
+             INCONCLUSIVE: ("is inconclusive", "are inconclusive"), NO_VERDICT: ("gets no verdict (smoke run)",
+                                                                                 "get no verdict (smoke run)"),
+             UNTESTED: ("is not tested", "are not tested")}
+    parts = [f"{c[v]} {words[v][c[v] != 1]}" for v in VERDICTS if c[v] or v in (HOLDS, FAILS, UNTESTED)]
+    return f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+#: what the findings' criteria mean, under the table (and in the HTML report's caption)
+CRITERIA = (
+    "BLEU: tokenized BLEU on the test set, before unknown-word replacement unless metric says after. Shu & "
+    "Nakayama's claims use their protocol: the raw output and the per-sentence window. Criteria: 'helps' and "
+    "'beats' need a positive difference, '≫' at least "
+    f"{LARGE_GAIN:g} BLEU, 'as good as' and 'small loss' a loss of at most {SMALL_LOSS:g} BLEU. " + METHOD +
+    " Rows are found through each variant's paper_row, else by the variants' properties (said in note)."
+)
+
+
+def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> TableHtml:
     """``findings.csv`` and its renderings, with the verdicts counted in the header; returns the HTML
     rendering's parts."""
-    c = counts(df)
-    seeds = len(spec.seeds)
-    spread = ("with one seed the run-to-run spread is unknown: a small difference may not survive another seed"
-              if seeds < 2 else f"spread: the sum of both sides' standard deviations over {seeds} seeds")
-    header = (f"Experiment `{spec.experiment}` ({spec.results}), {data_description(spec)}, seeds {spec.seeds}: "
-              f"of the papers' claims, {c[HOLDS]} hold, {c[FAILS]} "
-              f"{'does' if c[FAILS] == 1 else 'do'} not hold and {c[UNTESTED]} are not tested by this experiment's "
-              f"variants. A and B are the two rows compared; "
-              f"paper_diff and ours_diff are A − B (the paper's on the paper's data); {spread}.")
-    notes = ("BLEU: tokenized BLEU on the test set, before unknown-word replacement unless metric says after. Shu & "
-             "Nakayama's claims use "
-             "their protocol: the raw output and the per-sentence window. Criteria: 'helps' and 'beats' need a "
-             f"positive difference, '≫' at least {LARGE_GAIN:g} BLEU, 'as good as' and 'small loss' a loss of at most "
-             f"{SMALL_LOSS:g} BLEU. Rows are found through each variant's paper_row, else by the variants' "
-             "properties (said in note).")
-    return write_table(df, path_csv, f"The papers' claims on experiment {spec.experiment}", notes, header)
+    several = any(len(spec.seeds_of(n)) > 1 for n in spec.variants)
+    seeds = ("ours_a and ours_b are means over seeds (± their standard deviation)" if several else
+             "one seed: the interval covers the test sentences, not the run-to-run spread")
+    header = (smoke_header(spec) +
+              f"Experiment `{spec.experiment}` ({spec.results}), {data_description(spec)}, seeds {spec.seeds}: "
+              f"of the papers' claims, {verdict_summary(df)} by this experiment's variants. A and B are the two rows "
+              f"compared; paper_diff and ours_diff are A − B (the paper's on the paper's data), ci_low and ci_high "
+              f"the 95% interval of ours_diff and p_value its p-value; {seeds}.")
+    return write_table(df, path_csv, f"The papers' claims on experiment {spec.experiment}", CRITERIA, header)

@@ -4,16 +4,25 @@ Snakemake's report lists every registered result under a category, labelled by
 :data:`ENTRIES` (``workflow/rules/report.smk`` passes them to ``report(...)``), and opens an
 ``.html`` result in its main panel. Its landing page is the workflow description,
 ``workflow/report/workflow.rst``, which embeds the fragment :func:`write_landing` writes: the
-summary table and the findings, from the same rendering as their pages (``tables/<name>.html``),
-so that the first screen of the report already carries the experiment's numbers.
+papers' claims first, as a table that reads first (:func:`claims_table`: the claim, the paper's
+difference, ours with its 95% interval and the verdict in the first columns, headers in words,
+the tested claims first and the untested ones folded into one line per reason; every column of
+``findings.csv`` is one click away), then the summary table, from the same rendering as its page
+(``tables/summary.html``), so that the first screen of the report already carries the verdicts
+and the experiment's numbers.
 """
 
 from __future__ import annotations
 
+import html
+import math
 from pathlib import Path
 
+import pandas as pd
+
 from nmtlib.atomic import atomic_write
-from nmtlib.report.tables import TableHtml
+from nmtlib.report.significance import UNTESTED
+from nmtlib.report.tables import VERDICT_CLASS, TableHtml
 
 #: categories of the report's menu, listed in this order (Snakemake sorts them by name)
 OVERVIEW, PAPER_TABLES, FIGURES = "1. Overview", "2. Paper tables", "3. Figures"
@@ -52,7 +61,12 @@ ENTRIES: dict[str, dict] = {
 }
 
 #: tables shown on the landing page, in this order
-LANDING_TABLES = ("summary", "findings")
+LANDING_TABLES = ("findings", "summary")
+
+#: the claims table's columns: header (in words) → how a findings row fills it; the verdict is in the
+#: first five, so that it is on screen without scrolling
+CLAIM_HEADERS = ("Claim", "Paper: A − B", "Ours: A − B [95% interval]", "Verdict", "Rows compared (A vs B)",
+                 "p-value", "Criterion", "Source")
 
 # Scoped to the fragment, so the report's own page keeps its look. The `:has` rules lay out the
 # page that holds it: from the top left instead of centred (a centred page taller or wider than
@@ -76,7 +90,10 @@ div.max-w-lg:has(.nmt-landing){max-width:none}
 .nmt-landing tbody tr:nth-child(even) td{background:#f8fafc}
 .nmt-landing td.holds{background:#d9f2d9!important}
 .nmt-landing td.fails{background:#f8d7d7!important}
-.nmt-landing td.untested{color:#64748b}
+.nmt-landing td.untested,.nmt-landing td.inconclusive{color:#64748b}
+.nmt-landing td.inconclusive{background:#fdf6dc!important}
+.nmt-landing table.nmt-claims td.long{min-width:16em;max-width:30em}
+.nmt-landing tr.folded td{color:#64748b}
 .nmt-landing details{margin:.3em 0}.nmt-landing summary{cursor:pointer;color:#047857}
 </style>"""
 
@@ -89,6 +106,48 @@ def _section(name: str, table: TableHtml) -> str:
     notes = f"<details><summary>What the columns are</summary>{table.notes}</details>" if table.notes else ""
     return (f'<section id="nmt-{name}"><h3>{table.title}</h3>{table.header}'
             f'<div class="nmt-scroll">{table.table}</div>{notes}</section>')
+
+
+def _number(value: object, percent: bool) -> str:
+    """A signed difference with two decimals (a window change in percent), or an em dash."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{float(value):+.2f}" + ("%" if percent else "")
+
+
+def _cells(row: pd.Series) -> list[tuple[str, str]]:
+    """One tested claim's cells (text, class) in :data:`CLAIM_HEADERS` order."""
+    percent = "%" in str(row["metric"])
+    ours = _number(row["ours_diff"], percent)
+    if ours != "—" and not pd.isna(row["ci_low"]):
+        ours += f" [{_number(row['ci_low'], percent)}, {_number(row['ci_high'], percent)}]"
+    p = "—" if pd.isna(row["p_value"]) else f"{float(row['p_value']):.3f}"
+    return [(str(row["claim"]), "long"), (_number(row["paper_diff"], percent), ""), (ours, ""),
+            (str(row["verdict"]), VERDICT_CLASS.get(str(row["verdict"]), "")),
+            (str(row["compared"] or ""), "long"), (p, ""), (str(row["criterion"]), "long"), (str(row["source"]), "")]
+
+
+def claims_table(findings: pd.DataFrame) -> str:
+    """The findings as the landing page shows them: one row per tested claim (in
+    :data:`CLAIM_HEADERS`, the verdict fifth at the latest), then one folded row per reason the
+    other claims are not tested (the claims it covers listed inside it, each with its note)."""
+    tested = findings[findings["verdict"] != UNTESTED]
+    rows = []
+    for _, row in tested.iterrows():
+        tds = "".join((f'<td class="{c}">' if c else "<td>") + html.escape(text) + "</td>" for text, c in _cells(row))
+        rows.append(f"<tr>{tds}</tr>")
+    untested = findings[findings["verdict"] == UNTESTED]
+    for reason, group in untested.groupby(untested["reason"].fillna(""), sort=False):
+        items = "".join(f"<li>{html.escape(str(r['claim']))}" + (f": {html.escape(str(r['note']))}"
+                                                                  if isinstance(r["note"], str) and r["note"] else "")
+                        + "</li>" for _, r in group.iterrows())
+        count = f"{len(group)} claim{'s' if len(group) != 1 else ''}"
+        claims = f"<details><summary>{count}</summary><ul>{items}</ul></details>"
+        rows.append(f'<tr class="folded"><td class="long">{claims}</td><td>—</td><td>—</td>'
+                    f'<td class="untested">{UNTESTED}</td><td class="long">{html.escape(str(reason))}</td>'
+                    f"<td></td><td></td><td></td></tr>")
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in CLAIM_HEADERS)
+    return f'<table class="nmt-claims"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def landing_fragment(tables: dict[str, TableHtml]) -> str:

@@ -30,8 +30,10 @@ from typing import Any
 import pandas as pd
 
 from nmtlib.atomic import atomic_write
-from nmtlib.report.collect import (SUMMARY_COLUMNS, ExperimentSpec, Ours, data_description, ensemble_assignments,
-                                   parse_tau, translation_rows)
+from nmtlib.report.collect import (SD, ExperimentSpec, Ours, data_description, ensemble_assignments, gated,
+                                   parse_tau, smoke_run, summary_columns, translation_rows)
+from nmtlib.report.metrics import METRICS, metrics_in
+from nmtlib.report.significance import FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED
 from nmtlib.report.paper import TABLES, PaperRow, PaperTable, resolve_paper_row, tables_with_rows
 
 MISSING = "—"
@@ -57,7 +59,25 @@ COLUMN_NOTES = {
 }
 
 
+#: columns that count things: shown as integers (a count read back from a CSV is a float when the
+#: column has empty cells)
+COUNTS = {"runs", "sentences", "epochs", "best_epoch", "seeds"}
+
+
+def metric_of(column: str) -> str:
+    """The registered metric a column shows: ``ours_<name>``, ``paper_<name>``, ``<name>_sd`` or the name."""
+    name = column.removesuffix(SD) if column.endswith(SD) else column
+    for prefix in ("ours_", "paper_"):
+        name = name.removeprefix(prefix)
+    return name
+
+
 def _decimals(column: str) -> int:
+    metric = METRICS.get(metric_of(column))
+    if metric is not None:
+        return metric.decimals
+    if column in COUNTS or column.endswith("_sentences"):
+        return 0
     if "ribes" in column or "aer" in column or "precision" in column or "recall" in column:
         return 3
     if column.endswith("_pct") or column.endswith("_ms"):
@@ -65,14 +85,32 @@ def _decimals(column: str) -> int:
     return 2
 
 
-def _md_cell(value: Any, column: str) -> str:
+def format_cell(value: Any, column: str) -> str:
+    """A value as Markdown and HTML show it: a number with its column's digits (a count as an
+    integer), a missing one as an em dash, text as it is."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, float):
-        return f"{value:.{_decimals(column)}f}"
+        decimals = _decimals(column)
+        return f"{round(value):d}" if decimals == 0 else f"{value:.{decimals}f}"
     return str(value)
+
+
+def rendered_cells(df: pd.DataFrame) -> pd.DataFrame:
+    """``df``'s cells as text (:func:`format_cell`); a column ``x`` with a standard deviation column
+    ``x_sd`` beside it becomes one column of "mean ± sd" cells (the CSV keeps both)."""
+    cells = {}
+    for c in df.columns:
+        if c.endswith(SD) and c.removesuffix(SD) in df.columns:
+            continue
+        shown = [format_cell(v, c) for v in df[c]]
+        if c + SD in df.columns:
+            shown = [x if x == MISSING or format_cell(sd, c) == MISSING else f"{x} ± {format_cell(sd, c)}"
+                     for x, sd in zip(shown, df[c + SD])]
+        cells[c] = shown
+    return pd.DataFrame(cells, columns=list(cells))
 
 
 @dataclass(frozen=True)
@@ -104,7 +142,8 @@ def write_table(
     ``.html``: the one ``snakemake --report`` shows on screen); returns the HTML rendering's parts.
 
     The renderings leave out ``md_drop`` columns (constant provenance columns said in ``header``),
-    print numbers with the papers' precision and missing numbers as an em dash, show ``empty``
+    print numbers with the papers' precision (counts as integers), a mean beside its standard
+    deviation over seeds as "mean ± sd" (:func:`rendered_cells`), missing numbers as an em dash, show ``empty``
     when there is no row, and end with ``notes`` and the :data:`COLUMN_NOTES` of the columns shown.
     """
     with atomic_write(path_csv) as f:
@@ -113,7 +152,7 @@ def write_table(
     column_notes = [] if shown.empty else list(dict.fromkeys(COLUMN_NOTES[c] for c in shown.columns
                                                              if c in COLUMN_NOTES))
     notes = "  \n".join(x for x in (notes, *column_notes) if x)
-    cells = pd.DataFrame({c: [_md_cell(v, c) for v in shown[c]] for c in shown.columns})
+    cells = rendered_cells(shown)
     body = empty if shown.empty else cells.to_markdown(index=False, disable_numparse=True)
     md = f"# {title}\n\n" + (f"{header}\n\n" if header else "") + body + "\n"
     if notes:
@@ -126,11 +165,14 @@ def write_table(
     return rendered
 
 
-_VERDICT_CLASS = {"holds": "holds", "does not hold": "fails", "not tested": "untested"}
+#: the HTML class of a verdict cell (its colour)
+VERDICT_CLASS = {HOLDS: "holds", FAILS: "fails", INCONCLUSIVE: "inconclusive", UNTESTED: "untested",
+                  NO_VERDICT: "untested"}
 _STYLE = """body{font-family:system-ui,sans-serif;font-size:14px;margin:1em;color:#222}
 table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3;position:sticky;top:0}tr:nth-child(even) td{background:#fafafa}
 td.holds{background:#d9f2d9!important}td.fails{background:#f8d7d7!important}td.untested{color:#888}
+td.inconclusive{background:#fdf6dc!important}
 p{max-width:75em}"""
 #: a cell with more characters than this is marked ``long`` (text, not numbers): the landing page
 #: lets it wrap and keeps shorter ones on one line
@@ -150,7 +192,7 @@ def table_html(title: str, header: str, cells: pd.DataFrame, notes: str = "", em
             tds = []
             for c in cells.columns:
                 value = str(row[c])
-                classes = " ".join(x for x in (_VERDICT_CLASS.get(value) if c == "verdict" else None,
+                classes = " ".join(x for x in (VERDICT_CLASS.get(value) if c == "verdict" else None,
                                                "long" if len(value) > LONG_CELL else None) if x)
                 tds.append((f"<td class=\"{classes}\">" if classes else "<td>") + html.escape(value) + "</td>")
             rows.append("<tr>" + "".join(tds) + "</tr>")
@@ -194,7 +236,16 @@ class _Builder:
             runs = f"{n} seed{'s' if n != 1 else ''}" if n else "no results"
         return f"{name} ({runs}, {setting})"
 
-    def finish(self, row: PaperRow, out: dict[str, Any]) -> dict[str, Any]:
+    def finish(self, row: PaperRow, out: dict[str, Any], name: str | None = None,
+               setting: str | None = None) -> dict[str, Any]:
+        """The row with the registered metrics declared for this table (:func:`metrics_in`) that the
+        builder has no column for, as ``ours_<name>`` of ``name`` decoded with ``setting`` (before
+        ``ours_from``), and the provenance columns."""
+        extra = {f"ours_{m.name}": self.ours.value(name, m.name, setting) for m in metrics_in(self.table.name)
+                 if f"ours_{m.name}" not in out}
+        at = list(out).index("ours_from") if "ours_from" in out else len(out)
+        items = list(out.items())
+        out = dict([*items[:at], *extra.items(), *items[at:]])
         out["note"] = "; ".join(x for x in (row.note, out.pop("_note", "")) if x)
         out["paper_source"] = f"{self.table.citation}" + (f" ({row.source})" if row.source else "")
         out["experiment"] = self.spec.experiment
@@ -204,6 +255,7 @@ class _Builder:
     def header(self) -> str:
         t = self.table
         return (
+            smoke_header(self.spec) +
             f"Ours: experiment `{self.spec.experiment}` ({self.spec.results}), {self.data}, seeds "
             f"{self.spec.seeds}.  \nPaper: {t.reference}; {t.setting}.  \n"
             "Our numbers are on our data, the paper's on the paper's: compare trends (deltas, ratios), "
@@ -243,6 +295,12 @@ def has_ours(df: pd.DataFrame) -> bool:
     return bool(columns) and bool(df[columns].notna().to_numpy().any())
 
 
+def smoke_header(spec: ExperimentSpec) -> str:
+    """The line that opens every table of a smoke run (:func:`nmtlib.report.collect.smoke_run`), else ""."""
+    why = smoke_run(spec)
+    return f"{NO_VERDICT.capitalize()}: {why}.  \n" if why else ""
+
+
 def _delta(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else round(a - b, 4)
 
@@ -265,10 +323,10 @@ def progressive_table(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd
     rows = []
     for prow in table.rows:
         for name in b.names(prow):
-            bleu = ours.value(name, "bleu_unk" if prow.unk_replace else "bleu")
+            bleu = ours.value(name, "bleu_after_unk_replace" if prow.unk_replace else "bleu_before_unk_replace")
             out = {
                 "row": prow.key, "section": prow.section, "system": prow.label,
-                "paper_test_ppl": prow.values.get("ppl"), "ours_test_ppl": ours.value(name, "ppl"),
+                "paper_test_ppl": prow.values.get("ppl"), "ours_test_ppl": ours.value(name, "test_ppl"),
                 "paper_bleu": prow.values.get("bleu"), "ours_bleu": bleu,
                 "bleu_after_unk_replace": prow.unk_replace,
                 "paper_delta": prow.delta, "ours_delta": None, "ours_delta_vs": "",
@@ -286,7 +344,7 @@ def progressive_table(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd
                                     f"{prev.key!r}, which {why}")
             if bleu is not None:
                 got.setdefault(prow.key, bleu)
-            rows.append(b.finish(prow, out))
+            rows.append(b.finish(prow, out, name))
     return pd.DataFrame(rows)
 
 
@@ -296,15 +354,15 @@ def luong_table4(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
     rows = []
     for prow in b.table.rows:
         for name in b.names(prow):
-            before, after = ours.value(name, "bleu"), ours.value(name, "bleu_unk")
+            before, after = ours.value(name, "bleu_before_unk_replace"), ours.value(name, "bleu_after_unk_replace")
             rows.append(b.finish(prow, {
                 "row": prow.key, "system": prow.label,
-                "paper_test_ppl": prow.values.get("ppl"), "ours_test_ppl": ours.value(name, "ppl"),
+                "paper_test_ppl": prow.values.get("ppl"), "ours_test_ppl": ours.value(name, "test_ppl"),
                 "paper_bleu_before_unk_replace": prow.values.get("bleu"), "ours_bleu_before_unk_replace": before,
                 "paper_bleu_after_unk_replace": prow.values.get("bleu_unk"), "ours_bleu_after_unk_replace": after,
                 "paper_unk_gain": prow.delta, "ours_unk_gain": _delta(after, before),
                 "ours_from": b.ours_from(name),
-            }))
+            }, name))
     return pd.DataFrame(rows)
 
 
@@ -315,17 +373,14 @@ def luong_table6(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
         for name in b.names(prow):
             out = {
                 "row": prow.key, "method": prow.label,
-                "paper_aer_fn14": prow.values.get("aer"), "ours_aer_fn14": ours.value(name, "aer"),
-                "ours_fn14_precision": ours.value(name, "aer_precision"),
-                "ours_fn14_recall": ours.value(name, "aer_recall"),
-                "ours_aer_predicted_word": ours.value(name, "aer_predicted"),
+                "paper_aer_fn14": prow.values.get("aer"), "ours_aer_fn14": ours.value(name, "aer_fn14"),
                 "ours_from": b.ours_from(name),
             }
             if name in spec.ensembles:
                 out["_note"] = "ours: AER is scored per model (forced decoding of one model); not for ensembles"
             elif name is not None and not spec.aer:
                 out["_note"] = "ours: the experiment has no gold alignments"
-            rows.append(b.finish(prow, out))
+            rows.append(b.finish(prow, out, name))
     return pd.DataFrame(rows)
 
 
@@ -334,14 +389,14 @@ def bahdanau_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
     rows = []
     for prow in b.table.rows:
         for name in b.names(prow):
-            no_unk_n = ours.value(name, "no_unk_sentences")
             rows.append(b.finish(prow, {
                 "row": prow.key, "model": prow.label,
-                "paper_bleu_all": prow.values.get("bleu_all"), "ours_bleu_all": ours.value(name, "bleu"),
-                "paper_bleu_no_unk": prow.values.get("bleu_no_unk"), "ours_bleu_no_unk": ours.value(name, "bleu_no_unk"),
-                "ours_no_unk_sentences": None if no_unk_n is None else int(no_unk_n),
+                "paper_bleu_all": prow.values.get("bleu_all"),
+                "ours_bleu_all": ours.value(name, "bleu_before_unk_replace"),
+                "paper_bleu_no_unk": prow.values.get("bleu_no_unk"),
+                "ours_bleu_no_unk": ours.value(name, "bleu_no_unk_sentences"),
                 "ours_from": b.ours_from(name),
-            }))
+            }, name))
     return pd.DataFrame(rows)
 
 
@@ -354,15 +409,15 @@ def shu_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
     b = _Builder(spec, ours, TABLES["shu_table1"])
     rows: list[dict[str, Any]] = []
     shown: set[tuple[str, str]] = set()
-    flexible: list[str] = []  # mapped flexible variants, for the extra τ rows
+    flexible: list[str] = []  # mapped variants of a gated mechanism (Flexible Attention), for the extra τ rows
 
     def ours_cells(name: str | None, setting: str | None) -> dict[str, Any]:
         if name is None or setting is None:
             return {"ours_window": None, "ours_bleu_before_unk_replace": None, "ours_ribes_before_unk_replace": None}
         # Shu & Nakayama replace no unknown word: BLEU and RIBES of the raw output
         return {"ours_window": ours.value(name, "avg_window", setting),
-                "ours_bleu_before_unk_replace": ours.value(name, "bleu", setting),
-                "ours_ribes_before_unk_replace": ours.value(name, "ribes", setting)}
+                "ours_bleu_before_unk_replace": ours.value(name, "bleu_before_unk_replace", setting),
+                "ours_ribes_before_unk_replace": ours.value(name, "ribes_before_unk_replace", setting)}
 
     for prow in b.table.rows:
         for name in b.names(prow):
@@ -376,9 +431,9 @@ def shu_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
                 out["_note"] = f"ours: {name} was not decoded with τ={_tau_text(prow.tau)}"
             if name is not None and setting is not None:
                 shown.add((name, setting))
-                if spec.variants.get(name, {}).get("model", {}).get("attention") == "flexible" and name not in flexible:
+                if name in spec.variants and gated(spec.variants[name]) and name not in flexible:
                     flexible.append(name)
-            rows.append(b.finish(prow, out))
+            rows.append(b.finish(prow, out, name, setting))
     for name in flexible:
         for setting in spec.settings[name]:
             if (name, setting) in shown:
@@ -388,7 +443,7 @@ def shu_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
                    "tau": _tau_text(tau)}
             out.update(ours_cells(name, setting))
             out["ours_from"] = b.ours_from(name, setting)
-            rows.append(b.finish(PaperRow(out["row"], out["model"], {}), out))
+            rows.append(b.finish(PaperRow(out["row"], out["model"], {}), out, name, setting))
     df = pd.DataFrame(rows)
     global_window = next((r["ours_window"] for r in rows if r["row"] == "global" and r["ours_window"]), None)
     df.insert(df.columns.get_loc("ours_ribes_before_unk_replace") + 1, "ours_window_change_pct", [
@@ -420,7 +475,7 @@ def shu_table3(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
                 "ours_ms": ours.value(name, "time_ms", setting) if setting else None,
                 "ours_device": device or ("not recorded" if setting and ours.runs(name, setting) else ""),
                 "ours_from": b.ours_from(name, setting) if setting else "",
-            }))
+            }, name, setting))
     known = {r["ours_device"] for r in rows if r["ours_ms"] is not None}
     if len(known) > 1:
         for r in rows:
@@ -474,12 +529,14 @@ def paper_tables(spec: ExperimentSpec) -> list[str]:
 
 
 def summary_notes(spec: ExperimentSpec) -> str:
-    """What the summary's columns are (:data:`nmtlib.report.collect.SUMMARY_COLUMNS`) and how its
+    """What the summary's columns are (:func:`nmtlib.report.collect.summary_columns`) and how its
     rows are made; the AER conventions follow from :data:`COLUMN_NOTES`."""
     tr = translation_rows(spec)
     signatures = ("no translation scored" if tr.empty
-                  else "; ".join(sorted(set(tr["sacrebleu_signature"].astype(str)))))
-    columns = "; ".join(f"{c}: {text}" for c, text in SUMMARY_COLUMNS.items())
+                  else "; ".join(sorted(set(tr["sacrebleu_signature"].dropna().astype(str)))))
+    columns = "; ".join(f"{c}: {text}" for c, text in summary_columns(spec).items() if not c.endswith(SD))
+    if any(c.endswith(SD) for c in summary_columns(spec)):
+        columns += "; <column>_sd (shown as mean ± sd): the standard deviation of <column> over the seeds"
     return ("One row per variant and per ensemble (config order); numbers are means over the variant's seeds "
             "(`runs`: score files averaged), decoded at τ = ∞ (`setting`), on the test set but for dev_ppl. "
             f"Ensembles have no perplexity or AER (those are per model). {columns}; sacreBLEU signature: "
@@ -490,4 +547,5 @@ def write_summary(summary: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -
     """``summary.csv`` (:func:`nmtlib.report.collect.summary_table`) and its renderings, with
     :func:`summary_notes` under them."""
     return write_table(summary, path_csv, f"Summary of experiment {spec.experiment}", summary_notes(spec),
-                header=f"Experiment `{spec.experiment}` ({spec.results}), {data_description(spec)}, seeds {spec.seeds}.")
+                       header=smoke_header(spec) + f"Experiment `{spec.experiment}` ({spec.results}), "
+                                                   f"{data_description(spec)}, seeds {spec.seeds}.")

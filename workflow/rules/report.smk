@@ -6,6 +6,7 @@
 import hashlib
 
 from nmtlib.commands.report import FIGURES as REPORT_FIGURES
+from nmtlib.commands.report import COLUMNS as REPORT_COLUMNS
 from nmtlib.commands.report import LANDING as REPORT_LANDING
 from nmtlib.commands.report import tables_written
 from nmtlib.report.page import ENTRIES as REPORT_ENTRIES
@@ -14,12 +15,15 @@ REPORT_TABLES = tables_written({name: v.paper_row for name, v in VARIANTS.items(
 
 
 def translation_details():
-    """Per-sentence decoding details (time, window per step) of every translation."""
+    """Every translation before and after unknown-word replacement (the metrics computed from the
+    text, such as chrF, and the findings' bootstrap read them) and its per-sentence decoding details
+    (time, window per step)."""
     return [
-        f"{R}/translations/{name}/{run}/test.{s}.jsonl"
+        f"{R}/translations/{name}/{run}/test.{s}{ext}"
         for name in [*VARIANTS, *ENSEMBLES]
         for run in runs(name)
         for s in decode_settings(name)
+        for ext in (".txt", ".unk.txt", ".jsonl")
     ]
 
 
@@ -56,6 +60,8 @@ rule make_report:
         # the HTML rendering is what the report shows on screen (a CSV would only be a download)
         *[report_entry(f"{R}/tables/{t}.html", t) for t in REPORT_TABLES],
         *[report_entry(f"{R}/figures/{f}.png", f) for f in REPORT_FIGURES],
+        # each table's caption includes its metric columns (workflow/report/<table>.rst)
+        *[f"{R}/{REPORT_COLUMNS.format(table=t)}" for t in REPORT_TABLES],
         # the report's landing page embeds it (workflow/report/workflow.rst)
         landing=f"{R}/{REPORT_LANDING}",
     params:

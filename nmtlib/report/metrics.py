@@ -1,0 +1,261 @@
+"""The report's metrics, each declared once: what a number is, where it comes from, where it is shown.
+
+A :class:`Metric` names a column (``name``: the summary's column, ``ours_<name>`` in a paper table,
+the key of :meth:`nmtlib.report.collect.Ours.value`), says it in words (``label``, ``help``), reads
+or computes its value from one result's files (``read``: a :class:`RunFiles`, the scores JSON the
+workflow wrote, the translations, the reference) and lists the tables it appears in (``tables``:
+``summary``, ``findings`` and paper table names). The summary, the paper tables, the notes and
+captions under them and the findings all take their metric columns from :data:`METRICS`; adding a
+metric is one :func:`register` call (docs/extending.md, "Adding a metric").
+
+``statistics`` gives the sacreBLEU metric whose per-sentence sufficient statistics the findings'
+paired bootstrap resamples (:mod:`nmtlib.report.significance`): tokenized BLEU as
+``multi-bleu.perl`` computes it is sacreBLEU's BLEU without its own tokenizer and without
+smoothing (docs/metrics.md), chrF is sacreBLEU's ``CHRF()`` with its defaults, on the same
+tokenized output and reference as BLEU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sacrebleu.metrics.base import Metric as SacreMetric
+from sacrebleu.metrics.bleu import BLEU
+from sacrebleu.metrics.chrf import CHRF
+
+from nmtlib.files import read_lines
+from nmtlib.metrics.window import sentence_window
+
+if TYPE_CHECKING:
+    from nmtlib.report.collect import ExperimentSpec
+
+#: ``Metric.level``: one value per (variant or ensemble, run, decoding setting), or per (variant, seed)
+TRANSLATION, MODEL = "translation", "model"
+#: ``Metric.text``: the output a translation metric scores, as decoded or after unknown-word replacement
+RAW, REPLACED = "raw", "replaced"
+#: file suffix of each text (``nmtlib translate --out PREFIX`` writes both)
+TEXT_SUFFIX = {RAW: ".txt", REPLACED: ".unk.txt"}
+
+
+@dataclass
+class RunFiles:
+    """The files of one result: a translation (``setting`` given) or a model (``setting`` None).
+
+    Reads are cached on the instance: a table reads many metrics of the same result.
+    """
+
+    spec: ExperimentSpec
+    name: str
+    run: str
+    setting: str | None = None
+    _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    def _once(self, key: Any, load: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = load()
+        return self._cache[key]
+
+    def json(self, what: str | None = None) -> dict[str, Any] | None:
+        """``scores/<name>/<run>/test.<what>.json`` (``what`` None: the translation's setting), or None."""
+        path = self.spec.scores(self.name, self.run, what or str(self.setting))
+        return self._once(("json", path), lambda: json.loads(path.read_text(encoding="utf-8"))
+                          if path.exists() else None)
+
+    def translation_path(self, text: str) -> Path:
+        return (self.spec.results / "translations" / self.name / self.run
+                / f"test.{self.setting}{TEXT_SUFFIX[text]}")
+
+    def hypotheses(self, text: str) -> list[str] | None:
+        """The tokenized output (``RAW`` or ``REPLACED``), one line per test sentence, or None if absent."""
+        path = self.translation_path(text)
+        return self._once(("hyp", path), lambda: read_lines(path) if path.exists() else None)
+
+    def details(self) -> list[dict[str, Any]] | None:
+        """Per-sentence decoding details (``test.<setting>.jsonl``), or None if absent."""
+        path = self.translation_path(RAW).with_suffix(".jsonl")
+        return self._once(("details", path), lambda: [json.loads(line) for line in read_lines(path) if line.strip()]
+                          if path.exists() else None)
+
+    def references(self) -> list[str] | None:
+        """The tokenized test reference every tokenized score is against (``data/test.tgt``)."""
+        return reference_lines(self.spec)
+
+
+def reference_lines(spec: ExperimentSpec) -> list[str] | None:
+    path = spec.results / "data" / "test.tgt"
+    return read_lines(path) if path.exists() else None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of the report, declared once (see the module docstring)."""
+
+    name: str  #: its column everywhere (paper tables: ``ours_<name>``)
+    label: str  #: in words, for headers and the findings' ``metric`` column
+    help: str  #: what the number is, for the notes and captions
+    read: Callable[[RunFiles], float | None]  #: its value for one result, None where the files lack it
+    level: str = TRANSLATION  #: :data:`TRANSLATION` or :data:`MODEL`
+    tables: tuple[str, ...] = ("summary",)  #: where it appears: summary, findings, paper table names
+    decimals: int = 2  #: digits shown in Markdown and HTML (0: a count, shown as an integer)
+    family: str = ""  #: the measure (bleu, chrf): the findings compare a claim on each family it has
+    text: str = ""  #: for a translation metric, the output it scores (:data:`RAW` or :data:`REPLACED`)
+    #: the sacreBLEU metric whose sentence statistics the paired bootstrap resamples
+    statistics: Callable[[], SacreMetric] | None = None
+    #: for a metric that is a mean over sentences, each sentence's value (what the bootstrap
+    #: resamples instead); a metric with neither has no interval over sentences (perplexity)
+    sentences: Callable[[RunFiles], list[float] | None] | None = None
+
+
+#: the report's metrics, in the order of the summary's columns
+METRICS: dict[str, Metric] = {}
+
+
+def register(metric: Metric) -> Metric:
+    """Add ``metric`` to :data:`METRICS` (after those declared before it); a name is declared once."""
+    if metric.name in METRICS:
+        raise ValueError(f"metric {metric.name!r} is already declared")
+    if metric.level not in (TRANSLATION, MODEL):
+        raise ValueError(f"metric {metric.name!r}: level must be {TRANSLATION!r} or {MODEL!r}, not {metric.level!r}")
+    METRICS[metric.name] = metric
+    return metric
+
+
+@contextlib.contextmanager
+def registered(metric: Metric) -> Iterator[Metric]:
+    """``metric`` declared for the duration of a ``with`` block (a plug-in's or a test's)."""
+    register(metric)
+    try:
+        yield metric
+    finally:
+        METRICS.pop(metric.name, None)
+
+
+def metrics_in(table: str, level: str | None = None) -> list[Metric]:
+    """The metrics declared for ``table``, in declaration order (``level``: only that level's)."""
+    return [m for m in METRICS.values() if table in m.tables and (level is None or m.level == level)]
+
+
+def companion(metric: str, family: str) -> Metric | None:
+    """The metric of ``family`` that scores the same text as ``metric`` (chrF beside a BLEU)."""
+    base = METRICS.get(metric)
+    if base is None or not base.text:
+        return None
+    return next((m for m in METRICS.values() if m.family == family and m.text == base.text), None)
+
+
+def _from_json(what: str | None, *keys: str) -> Callable[[RunFiles], float | None]:
+    """A reader of ``scores/…/test.<what>.json`` (None: the translation's own), following ``keys``."""
+    def read(files: RunFiles) -> float | None:
+        value: Any = files.json(what)
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return None if value is None else float(value)
+    return read
+
+
+def sacrebleu_score(statistics: Callable[[], SacreMetric], text: str) -> Callable[[RunFiles], float | None]:
+    """A reader that scores a translation's ``text`` against the tokenized reference with sacreBLEU."""
+    def read(files: RunFiles) -> float | None:
+        hyps, refs = files.hypotheses(text), files.references()
+        if hyps is None or refs is None or len(hyps) != len(refs) or not refs:
+            return None
+        return float(statistics().corpus_score(hyps, [refs]).score)
+    return read
+
+
+def sentence_windows(files: RunFiles) -> list[float] | None:
+    """Each test sentence's window (:func:`nmtlib.metrics.window.sentence_window`), from the details."""
+    details = files.details()
+    return None if details is None else [sentence_window(d["scores_computed"], d["hypothesis_steps"])
+                                         for d in details]
+
+
+def tokenized_bleu_statistics() -> BLEU:
+    """sacreBLEU's BLEU on tokenized text as ``multi-bleu.perl`` scores it: no tokenizer, no smoothing."""
+    return BLEU(tokenize="none", smooth_method="none", force=True)
+
+
+def chrf_statistics() -> CHRF:
+    """sacreBLEU's chrF with its defaults (character 6-grams, β = 2, whitespace ignored)."""
+    return CHRF()
+
+
+_ALL_PAPER_BLEU = ("luong_table1", "luong_table3", "luong_table4")
+for _metric in (
+    Metric("dev_ppl", "dev perplexity", "dev perplexity of the model kept (the epoch of lowest dev perplexity)",
+           _from_json("ppl", "dev_ppl"), MODEL),
+    Metric("test_ppl", "test perplexity", "test perplexity of the model kept (lowest dev perplexity)",
+           _from_json("ppl", "ppl"), MODEL),
+    Metric("bleu_before_unk_replace", "test BLEU before unk replacement",
+           "tokenized BLEU (multi-bleu.perl) of the test translation as decoded, before unknown-word replacement",
+           _from_json(None, "bleu", "bleu"), family="bleu", text=RAW, statistics=tokenized_bleu_statistics),
+    Metric("bleu_after_unk_replace", "test BLEU after unk replacement",
+           "the same after Luong's unknown-word replacement", _from_json(None, "bleu_unk", "bleu"),
+           family="bleu", text=REPLACED, statistics=tokenized_bleu_statistics),
+    Metric("chrf_before_unk_replace", "test chrF before unk replacement",
+           "sacreBLEU's chrF (character 6-grams, β = 2) of the tokenized test translation as decoded, against the "
+           "tokenized reference", sacrebleu_score(chrf_statistics, RAW),
+           tables=("summary", "findings", *_ALL_PAPER_BLEU, "bahdanau_table1", "shu_table1"), family="chrf",
+           text=RAW, statistics=chrf_statistics),
+    Metric("chrf_after_unk_replace", "test chrF after unk replacement",
+           "the same after unknown-word replacement", sacrebleu_score(chrf_statistics, REPLACED),
+           tables=("summary", "findings", *_ALL_PAPER_BLEU), family="chrf", text=REPLACED, statistics=chrf_statistics),
+    Metric("bleu_no_unk_sentences", "test BLEU on sentences without unknown words",
+           "tokenized BLEU before unknown-word replacement on the test sentences whose source and reference are in "
+           "the vocabularies (Bahdanau et al. 2015's \"No UNK\")", _from_json(None, "bleu_no_unk", "bleu")),
+    Metric("no_unk_sentences", "test sentences without unknown words",
+           "how many test sentences have their source and reference in the vocabularies",
+           _from_json(None, "no_unk_sentences"), tables=("bahdanau_table1",), decimals=0),
+    Metric("sacrebleu_after_unk_replace", "test sacreBLEU after unk replacement",
+           "sacreBLEU after unknown-word replacement (detokenized where the tokenizer allows)",
+           _from_json(None, "sacrebleu", "bleu")),
+    Metric("ribes_before_unk_replace", "test RIBES before unk replacement",
+           "RIBES (RIBES.py 1.02.4) before unknown-word replacement", _from_json(None, "ribes"), decimals=3),
+    Metric("ribes_after_unk_replace", "test RIBES after unk replacement", "RIBES after unknown-word replacement",
+           _from_json(None, "ribes_unk"), decimals=3),
+    Metric("aer_fn14", "AER (footnote 14)",
+           "alignment error rate of forced decoding, Luong et al. 2015's footnote-14 convention (their Table 6 "
+           "protocol)", _from_json("aer", "aer"), MODEL, decimals=3),
+    Metric("aer_fn14_precision", "precision of the footnote-14 links", "precision of those links",
+           _from_json("aer", "precision"), MODEL, tables=("luong_table6",), decimals=3),
+    Metric("aer_fn14_recall", "recall of the footnote-14 links", "recall of those links",
+           _from_json("aer", "recall"), MODEL, tables=("luong_table6",), decimals=3),
+    Metric("aer_predicted_word", "AER (predicted word)",
+           "alignment error rate of the same attention, every a_t aligned to the word it predicts",
+           _from_json("aer", "predicted", "aer"), MODEL, tables=("summary", "luong_table6"), decimals=3),
+    Metric("avg_window", "test window (source words scored per step)",
+           "source positions scored per decoding step and hypothesis, the mean over sentences (Shu & Nakayama "
+           "2017; an ensemble's is summed over its members)", _from_json(None, "avg_window"),
+           sentences=sentence_windows),
+    Metric("time_ms", "decoding time per sentence (ms)", "decoding time per test sentence, in milliseconds",
+           _from_json(None, "time_ms_per_sentence"), decimals=1),
+):
+    register(_metric)
+
+
+def columns_rst(table: str, columns: list[str]) -> str:
+    """The registered metrics among a table's ``columns`` as a reStructuredText list (``- ``col``:
+    help``), for the table's caption in the HTML report (``workflow/report/<table>.rst`` includes it).
+
+    A column is a metric's name, ``ours_<name>`` (paper tables), ``<name>_sd`` (its standard
+    deviation over seeds) or, in the findings, ``<family>_<part>`` of a metric family.
+    """
+    lines = []
+    for column in columns:
+        name = column.removeprefix("ours_")
+        if name in METRICS:
+            lines.append(f"- ``{column}``: {METRICS[name].help}.")
+        elif name.endswith("_sd") and name.removesuffix("_sd") in METRICS:
+            lines.append(f"- ``{column}``: the standard deviation over seeds of ``{name.removesuffix('_sd')}``.")
+    for family in dict.fromkeys(m.family for m in METRICS.values() if m.family and table in m.tables):
+        if table == "findings" and f"{family}_diff" in columns:
+            lines.append(f"- ``{family}_a``, ``{family}_b``, ``{family}_diff``, ``{family}_ci_low``, "
+                         f"``{family}_ci_high``, ``{family}_p_value``: the same comparison on {family} (the "
+                         f"{family} metric of the same texts), with its own interval and p-value.")
+    body = "\n".join(lines) if lines else "(no registered metric column)"
+    return f"Metric columns (declared in ``nmtlib/report/metrics.py``):\n\n{body}\n"

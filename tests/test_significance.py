@@ -1,0 +1,151 @@
+"""How sure a finding is (``nmtlib.report.significance``): sacreBLEU's paired bootstrap, the seeds'
+spread, and the verdicts they give.
+
+The expected intervals are computed here another way: with sacreBLEU's public API on the resampled
+sentences themselves (``corpus_score`` of every resample, not the summed statistics), its own
+``PairedTest`` for the p-value, and Student-t quantiles from tables.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from sacrebleu.metrics.bleu import BLEU
+from sacrebleu.metrics.chrf import CHRF
+from sacrebleu.significance import PairedTest
+
+from nmtlib.report.metrics import chrf_statistics, tokenized_bleu_statistics
+from nmtlib.report.significance import (FAILS, HOLDS, INCONCLUSIVE, SAMPLES, SEED, Criterion, Interval, Sample,
+                                        Statistic, compare, resample_indices, verdict)
+
+#: t quantiles (0.975) from a printed table: 2, 4 degrees of freedom
+T975 = {2: 4.303, 4: 2.776}
+
+
+def corpus(seed: int, n: int = 60) -> tuple[list[str], list[str], list[str]]:
+    """A reference and two systems: A gets about 80% of the words right, B about 60%."""
+    rng = random.Random(seed)
+    refs = [" ".join(f"w{rng.randrange(40)}" for _ in range(rng.randrange(4, 14))) for _ in range(n)]
+
+    def system(keep: float) -> list[str]:
+        return [" ".join(w if rng.random() < keep else "x" for w in r.split()) for r in refs]
+
+    return refs, system(0.8), system(0.6)
+
+
+def runs(stat: Statistic, hyps: list[list[str]], refs: list[str]) -> list[Sample]:
+    idx = resample_indices(len(refs))
+    out = []
+    for h in hyps:
+        stats = stat.sentences(h, refs)
+        out.append(Sample(stat.full(stats), stat.resampled(stats, idx)))
+    return out
+
+
+@pytest.mark.parametrize("metric, make", [(tokenized_bleu_statistics, lambda: BLEU(tokenize="none",
+                                                                                   smooth_method="none")),
+                                          (chrf_statistics, CHRF)])
+def test_one_run_per_side_is_sacrebleus_paired_bootstrap(metric, make):
+    refs, a, b = corpus(1)
+    got = compare(runs(Statistic(metric), [a], refs), runs(Statistic(metric), [b], refs))
+    # the interval: every resample scored from its sentences with sacreBLEU's corpus_score
+    idx = np.random.default_rng(SEED).choice(len(refs), size=(SAMPLES, len(refs)), replace=True)
+    diffs = sorted(make().corpus_score([a[j] for j in row], [[refs[j] for j in row]]).score
+                   - make().corpus_score([b[j] for j in row], [[refs[j] for j in row]]).score for row in idx)
+    assert got.low == pytest.approx(diffs[25], abs=1e-3) and got.high == pytest.approx(diffs[974], abs=1e-3)
+    observed = make().corpus_score(a, [refs]).score - make().corpus_score(b, [refs]).score
+    assert got.observed == pytest.approx(observed) and got.low < observed < got.high
+    # the p-value: sacreBLEU's own paired bootstrap test (B the baseline)
+    _, scores = PairedTest([("B", b), ("A", a)], {"m": make()}, [refs], test_type="bs", n_samples=SAMPLES)()
+    (name,) = [k for k in scores if k != "System"]
+    assert got.p_value == pytest.approx(scores[name][1].p_value)
+    assert got.sentences and got.seed_df is None
+
+
+def test_identical_seeds_add_no_seed_noise():
+    """Two seeds with the same translations: their mean is that translation, their spread 0."""
+    refs, a, b = corpus(2)
+    stat = Statistic(tokenized_bleu_statistics)
+    one = compare(runs(stat, [a], refs), runs(stat, [b], refs))
+    two = compare(runs(stat, [a, a], refs), runs(stat, [b, b], refs))
+    assert (two.low, two.high, two.p_value, two.seed_df) == (one.low, one.high, one.p_value, None)
+
+
+def test_seed_spread_alone_is_a_t_interval():
+    """No sentences to resample (perplexity): the interval is the difference ± t(df) × standard
+    error, Welch's. Three seeds a side with sd 1 each: se = sqrt(1/3 + 1/3), df = 4."""
+    a = [Sample(v, np.empty(0)) for v in (10.0, 11.0, 12.0)]
+    b = [Sample(v, np.empty(0)) for v in (7.0, 8.0, 9.0)]
+    got = compare(a, b)
+    half = T975[4] * (2 / 3) ** 0.5
+    assert got.seed_df == pytest.approx(4.0) and not got.sentences
+    # 1,000 draws: the 2.5% and 97.5% quantiles within a few percent of the exact ones
+    assert got.low == pytest.approx(3 - half, abs=0.25) and got.high == pytest.approx(3 + half, abs=0.25)
+    assert compare(a[:1], b[:1]) is None  # one run a side and nothing to resample: no interval
+
+
+def test_paired_seeds_use_the_spread_of_their_differences():
+    """One model scored two ways, seed by seed: the differences 1, 2, 3 (sd 1) give se = 1/sqrt(3)
+    and 2 degrees of freedom, though each side alone varies far more."""
+    a = [Sample(v, np.empty(0)) for v in (11.0, 22.0, 33.0)]
+    b = [Sample(v, np.empty(0)) for v in (10.0, 20.0, 30.0)]
+    got = compare(a, b, paired=True)
+    half = T975[2] / 3 ** 0.5
+    assert got.seed_df == 2.0
+    assert got.low == pytest.approx(2 - half, abs=0.4) and got.high == pytest.approx(2 + half, abs=0.4)
+    assert compare(a, b).high - compare(a, b).low > 5 * (got.high - got.low)  # unpaired: the models' spread
+
+
+def test_relative_change_of_a_mean_over_sentences():
+    """Shu's window: a mean over sentences, compared in percent. A scores half of B's positions on
+    every sentence: −50% on the whole test set and on every resample."""
+    windows_b = [float(n) for n in range(2, 42)]
+    stat = Statistic()
+    idx = resample_indices(len(windows_b))
+    a = [Sample(stat.full(s := stat.sentences([w / 2 for w in windows_b])), stat.resampled(s, idx))]
+    b = [Sample(stat.full(s := stat.sentences(windows_b)), stat.resampled(s, idx))]
+    got = compare(a, b, paired=True, relative=True)
+    assert got.observed == pytest.approx(-50.0) and got.low == pytest.approx(-50.0) and got.high == pytest.approx(-50.0)
+    assert stat.full(stat.sentences(windows_b)) == pytest.approx(sum(windows_b) / len(windows_b))
+
+
+def test_no_difference_at_all_has_p_one():
+    refs, a, _ = corpus(3)
+    stat = Statistic(tokenized_bleu_statistics)
+    got = compare(runs(stat, [a], refs), runs(stat, [a], refs))
+    assert (got.low, got.high, got.p_value) == (0.0, 0.0, 1.0)
+
+
+def _interval(low: float, high: float) -> Interval:
+    return Interval(low, high, 0.5, (low + high) / 2, True, None)
+
+
+BETTER = Criterion(0.0, True, "A − B > 0")
+LARGE = Criterion(2.0, False, "A − B ≥ 2 BLEU")
+SMALL = Criterion(-1.0, False, "A − B ≥ −1 BLEU", beyond=-1.0)
+HALF = Criterion(-50.0, False, "window change ≤ −50%", below=True)
+
+
+@pytest.mark.parametrize("criterion, diff, low, high, expected", [
+    (BETTER, 0.8, 0.2, 1.4, HOLDS),  # the paper's direction, interval above 0
+    (BETTER, 0.01, -0.02, 0.04, INCONCLUSIVE),  # +0.01 BLEU inside the noise
+    (BETTER, -1.1, -1.8, -0.4, FAILS),  # the opposite direction, significantly
+    (BETTER, -0.3, -0.9, 0.3, INCONCLUSIVE),
+    (LARGE, 3.0, 1.0, 5.0, HOLDS),  # ≥ 2 and the interval above 0
+    (LARGE, 1.0, 0.4, 1.6, FAILS),  # a real gain, but certainly below 2
+    (LARGE, 1.5, 0.5, 2.5, INCONCLUSIVE),
+    (SMALL, -0.2, -0.8, 0.4, HOLDS),  # no loss beyond 1 BLEU
+    (SMALL, -0.2, -1.3, 0.9, INCONCLUSIVE),
+    (SMALL, -2.0, -2.6, -1.4, FAILS),
+    (HALF, -55.0, -58.0, -52.0, HOLDS),
+    (HALF, -49.77, -50.5, -49.0, INCONCLUSIVE),  # the reference page's "−49.77% against −50%"
+    (HALF, -30.0, -33.0, -27.0, FAILS),
+])
+def test_verdicts(criterion, diff, low, high, expected):
+    assert verdict(criterion, diff, _interval(low, high)) == expected
+
+
+def test_no_interval_is_inconclusive():
+    assert verdict(BETTER, 5.0, None) == INCONCLUSIVE
