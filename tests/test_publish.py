@@ -1,7 +1,16 @@
-"""``nmtlib publish``: the reference-results page of an experiment, from its real report outputs."""
+"""``nmtlib publish``: the reference-results page of an experiment, from its real report outputs.
+
+The page must read as a paper's results section (narrow tables, today's column names, counts as
+integers, one list of commits, no path outside the repository) and let a reader check it: every
+test translation beside it, and a sacreBLEU command that, run as the page writes it, prints the
+page's BLEU.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,11 +18,45 @@ from pathlib import Path
 from PIL import Image
 
 from nmtlib.cli import main
-from test_report import _spec_json, make_experiment
+from nmtlib.metrics.bleu import tokenized_bleu
+from test_report import TGT, _spec_json, make_experiment
+
+#: a translation that misses the last word of every test sentence
+SHORT = [" ".join(t.split()[:-1]) for t in TGT]
+
+
+def repository(tmp_path: Path) -> Path:
+    """A git work tree for the page (the page's paths are relative to its root)."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    return tmp_path
+
+
+def write_translations(results: Path) -> None:
+    """Texts for every run of flex-ft (τ = ∞ and τ = 1.2) and of base, and their tokenized BLEU
+    (multi-bleu.perl's, nmtlib's scorer) in the scores, as the workflow writes them."""
+    for name, lines in (("flex-ft", TGT), ("base", SHORT)):
+        for seed in ("seed1", "seed2"):
+            for setting in (["beam5", "beam5.tau1.2"] if name == "flex-ft" else ["beam5"]):
+                prefix = results / "translations" / name / seed / f"test.{setting}"
+                for ext in (".txt", ".unk.txt"):
+                    Path(f"{prefix}{ext}").write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+                path = results / "scores" / name / seed / f"test.{setting}.json"
+                scores = json.loads(path.read_text())
+                scores["bleu"]["bleu"] = scores["bleu_unk"]["bleu"] = tokenized_bleu(lines, TGT).score
+                path.write_text(json.dumps(scores))
+
+
+def publish(tmp_path: Path, *extra: str, command: str = "snakemake --cores 2") -> tuple[int, Path]:
+    results = tmp_path / "results" / "unit"
+    out = tmp_path / "docs" / "results" / "unit.md"
+    code = main(["publish", "--results", str(results), "--out", str(out), "--command", command,
+                 "--hardware", "2 test cores", *extra])
+    return code, out
 
 
 def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
-    results = tmp_path / "results" / "unit"
+    root = repository(tmp_path)
+    results = root / "results" / "unit"
     spec = make_experiment(results)
     assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
     # base, seed 1: the trainer's clock at each epoch end; its job's last attempt resumed and used 90 s of CPU
@@ -21,34 +64,132 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
         "epoch,step,lr,train_ppl,dev_ppl,target_tokens_per_s,elapsed_s\n"
         "1,100,0.003,61,70,1000,41.0\n2,200,0.003,31,45,1000,82.0\n3,300,0.003,21,36.6667,1000,123.4\n",
         encoding="utf-8")
-    logs = tmp_path / "logs" / "unit"
+    (results / "models" / "base" / "seed1" / "env.json").write_text(json.dumps({"git_commit": "a" * 40}))
+    logs = root / "logs" / "unit"
     bench = logs / "benchmark" / "train_model" / "base.seed1.tsv"
     bench.parent.mkdir(parents=True)
     bench.write_text("s\th:m:s\tmax_rss\tcpu_time\n60.0\t0:01:00\t500\t90.0\n", encoding="utf-8")
     (logs / "train_model").mkdir()
     (logs / "train_model" / "base.seed1.log").write_text("[train] resuming from x/last.pt: epoch 2\n")
     (logs / "train_model" / "local-p.seed1.log").write_text("base epoch 1: 100%\n")
-    out = tmp_path / "docs" / "results" / "unit.md"
-    assert main(["publish", "--results", str(results), "--logs", str(logs), "--out", str(out),
-                 "--command", "snakemake --cores 2", "--hardware", "2 test cores"]) == 0
+    code, out = publish(root, "--logs", str(logs))
+    assert code == 0
     page = out.read_text(encoding="utf-8")
     assert page.startswith("# Reference results: unit")
     assert "| command | `snakemake --cores 2` |" in page and "| hardware | 2 test cores |" in page
+    # one list of commits: the models' (base seed1's env.json; the others record none)
+    (commits,) = [line for line in page.splitlines() if line.startswith("| commits |")]
+    assert "`aaaaaaaaaaaa` (training of 1 model)" in commits and "not recorded (training of 11 models)" in commits
+    assert [line for line in page.splitlines() if line.startswith("| commit")] == [commits]
     # base, seed 1: dev ppl 70, 45, 36.67; the last epoch lowered the best before it (45) by
     # (45 − 36.67) / 45 = 18.5%; the trainer's clock ended at 123.4 s = 2.1 min; 90 s = 1.5 min of CPU
     assert "| base | seed1 | 3 | 3 | 36.67 | 18.5% | 2.1 min | 1.5 min | yes |" in page
     local_p = next(line for line in page.splitlines() if line.startswith("| local-p | seed1 |"))
     assert "| no |" in local_p  # its job log has no resume
-    for heading in ("## Findings", "## Summary", "### Shu & Nakayama 2017, Table 1", "## Figures"):
+    for heading in ("## Findings", "## Summary", "### Shu & Nakayama 2017, Table 1", "## Translations",
+                    "## Models trained", "## Figures"):
         assert heading in page, heading
+    # the findings as claim | paper | ours | 95% interval | verdict; every column in the CSV beside
+    header = next(line for line in page.splitlines() if line.startswith("| claim "))
+    assert [c.strip() for c in header.strip("|").split("|")] == ["claim", "paper", "ours", "95% interval", "verdict"]
+    assert (out.parent / "unit" / "findings.csv").read_text() == (results / "tables" / "findings.csv").read_text()
+    assert "- Not tested, no variant regenerates the paper's rows: Reversing the source helps the base model;" in page
+    # no table line as wide as the old page's 800 characters: the widest has the paper's long row labels
+    assert max(len(line) for line in page.splitlines() if line.startswith("|")) < 400
+    # today's column names, and numbers as what they are: base ran 2 seeds (an integer), its BLEU
+    # 11.00 ± 1.41 (10 and 12)
+    assert re.search(r"\| base +\| 2 +\| 21\.00 ± 1\.41 +\| 11\.00 ± 1\.41 ", page)
+    for old in ("| ppl", "bleu_unk", "| aer ", "within_spread"):
+        assert old not in page, old
     # a paper table no variant regenerates a row of is named, not printed
     assert "### Luong et al. 2015, Table 3" not in page
-    assert "No variant of this experiment regenerates a row of: luong_table3." in page
+    assert "Not regenerated by this experiment (no variant maps a row with a result): Luong et al. 2015, Table 3." in page
+    # no path outside the repository (the results are in it here; nor any absolute path)
+    assert str(tmp_path) not in page
     for name in ("learning_curves", "bleu_by_length", "window_tradeoff"):
         png = out.parent / "unit" / f"{name}.png"
         assert f"![{name}](unit/{name}.png)" in page
         with Image.open(png) as im:
             assert im.width <= 900
+
+
+def test_counts_are_integers_in_the_tables(tmp_path: Path) -> None:
+    """Bahdanau Table 1's no-UNK sentence count (4 in the fixture) was printed as 4.00."""
+    results = tmp_path / "results" / "unit"
+    spec = make_experiment(results)
+    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    md = (results / "tables" / "bahdanau_table1.md").read_text(encoding="utf-8")
+    row = next(line for line in md.splitlines() if line.startswith("| rnnsearch-50 "))
+    assert "| 4 " in row and "4.00" not in row
+
+
+def test_every_translation_is_published_and_the_rescore_command_prints_the_pages_bleu(tmp_path: Path) -> None:
+    root = repository(tmp_path)
+    results = root / "results" / "unit"
+    spec = make_experiment(results)
+    write_translations(results)
+    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    code, out = publish(root)
+    assert code == 0
+    page = out.read_text(encoding="utf-8")
+    published = out.parent / "unit" / "translations"
+    sources = sorted(p.relative_to(results / "translations") for p in (results / "translations").glob("*/*/*.txt"))
+    assert len(sources) == 2 * 2 * 2 + 2 * 1 * 2  # (seeds × settings × before/after) of flex-ft, then base
+    assert sorted(p.relative_to(published) for p in published.glob("*/*/*.txt")) == sources
+    for rel in sources:
+        assert (published / rel).read_bytes() == (results / "translations" / rel).read_bytes()
+    assert (published / "reference.txt").read_text() == (results / "data" / "test.tgt").read_text()
+    # the best single model: flex-ft translates perfectly (BLEU 100); its seed 1 at τ = ∞
+    (command,) = re.findall(r"```sh\n(.*?)\n```", page, re.S)
+    assert "\n" not in command and "docs/results/unit/translations/flex-ft/seed1/test.beam5.txt" in command
+    bleu = re.search(r"prints its BLEU, \*\*([\d.]+)\*\*", page).group(1)
+    assert bleu == "100.00"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    run = subprocess.run(command, shell=True, cwd=root, capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    printed = re.search(r"^BLEU\|(\S+) = ([\d.]+) ", run.stdout, re.M)
+    assert printed.group(2) == bleu
+    assert f"`{printed.group(1)}`" in page  # the page gives the signature the command prints
+
+
+def test_the_rescore_command_of_a_row_scores_what_the_table_says(tmp_path: Path) -> None:
+    """The same command on another row (base, whose every sentence misses its last word) prints
+    its tokenized BLEU as the tables have it (multi-bleu.perl's, 2 decimals)."""
+    root = repository(tmp_path)
+    results = root / "results" / "unit"
+    spec = make_experiment(results)
+    write_translations(results)
+    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    _, out = publish(root)
+    (command,) = re.findall(r"```sh\n(.*?)\n```", out.read_text(encoding="utf-8"), re.S)
+    command = command.replace("flex-ft/seed1/test.beam5.txt", "base/seed2/test.beam5.txt")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    run = subprocess.run(command, shell=True, cwd=root, capture_output=True, text=True, env=env, timeout=120)
+    printed = re.search(r"^BLEU\|\S+ = ([\d.]+) ", run.stdout, re.M).group(1)
+    assert printed == f"{tokenized_bleu(SHORT, TGT).score:.2f}"
+
+
+def test_a_path_outside_the_repository_is_refused(tmp_path: Path, capsys) -> None:
+    root = repository(tmp_path)
+    results = root / "results" / "unit"
+    spec = make_experiment(results)
+    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    code, out = publish(root, command="snakemake --cores 2 --config cache_dir=../shared/data")
+    assert code == 2 and not out.exists()
+    err = capsys.readouterr().err.strip()
+    assert "../shared/data" in err and "outside the repository" in err and len(err.splitlines()) == 1
+
+
+def test_a_smoke_run_says_so(tmp_path: Path) -> None:
+    """A model whose env.json records train.max_steps and whose log ends there: no verdict."""
+    root = repository(tmp_path)
+    results = root / "results" / "unit"
+    spec = make_experiment(results)
+    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    (results / "models" / "base" / "seed1" / "env.json").write_text(
+        json.dumps({"variant": {"train": {"max_steps": 300}}}))  # its log (test_report's) ends at step 300
+    _, out = publish(root)
+    assert "**No verdict: smoke run**: models stopped after train.max_steps = 300 updates" in out.read_text()
 
 
 def test_publish_before_the_report_is_a_one_line_error(tmp_path: Path) -> None:

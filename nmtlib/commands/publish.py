@@ -1,5 +1,6 @@
 """``nmtlib publish``: a reference-results page (``docs/results/<experiment>.md``) from an
-experiment's tables, figures, training logs and Snakemake benchmark files."""
+experiment's tables, translations, figures, training logs and Snakemake benchmark files; the tables'
+CSVs, every test translation and the figures go beside it (``docs/results/<experiment>/``)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("publish", help="write a reference-results page (Markdown + small PNGs) of an experiment")
+    p = sub.add_parser("publish", help="write a reference-results page of an experiment (Markdown; beside it the "
+                                       "tables' CSVs, every test translation and small PNGs)")
     p.add_argument("--results", type=Path, required=True, help="the experiment's results folder (results/<exp>)")
     p.add_argument("--logs", type=Path, default=None,
                    help="its Snakemake logs folder (logs/<exp>), for each training job's wall time")
-    p.add_argument("--out", type=Path, required=True, help="the page, e.g. docs/results/<exp>.md; figures go "
-                                                           "to docs/results/<exp>/")
-    p.add_argument("--command", dest="run_command", required=True, help="the command that ran the experiment")
+    p.add_argument("--out", type=Path, required=True, help="the page, e.g. docs/results/<exp>.md; CSVs, figures "
+                                                           "and translations go to docs/results/<exp>/")
+    p.add_argument("--command", dest="run_command", required=True,
+                   help="the command that ran the experiment (no path outside the repository)")
     p.add_argument("--hardware", required=True, help="the machine it ran on, in words")
     p.add_argument("--title", default=None, help="the page's title (default: 'Reference results: <experiment>')")
     p.add_argument("--intro", type=Path, default=None, help="a Markdown file whose text opens the page")

@@ -1,24 +1,50 @@
 """A reference-results page (``docs/results/<experiment>.md``) from an experiment's outputs.
 
 Peers publish reference numbers beside their code (Joey NMT's benchmarks page, tensorflow/nmt's
-README tables); this page is ours for one experiment, built only from what the run wrote: the
-tables (``tables/*.md``), the figures (copied, shrunk to at most :data:`MAX_WIDTH` pixels), and
-per model the learning curve and the trainer's clock (``train_log.csv``), the provenance
-(``env.json``: commit, device, parameters), the CPU time of the training job (Snakemake's
-``logs/<exp>/benchmark``) and whether it resumed (its job log). What the
-files cannot say — the command that ran and the machine — the caller gives.
+README tables); this page is ours for one experiment, written as a paper's results section and
+built only from what the run wrote:
+
+- the findings as a narrow table (claim | paper | ours | 95% interval | verdict), the untested
+  claims folded by reason, the summary and the papers' tables narrowed to the paper's numbers and
+  ours (means ± standard deviations over seeds, counts as integers); every column of each is in
+  the CSV copied beside the page (``<stem>/<table>.csv``);
+- every test translation, before and after unknown-word replacement, of every variant, seed, τ
+  and ensemble (``<stem>/translations/<variant>/<run>/test.<setting>{.txt,.unk.txt}``), the
+  tokenized test reference and source they are scored against, and a one-line sacreBLEU command
+  that re-scores the best single model's row and prints its BLEU and chrF with their signatures;
+- per model the learning curve and the trainer's clock (``train_log.csv``), the provenance
+  (``env.json``: commit, device, parameters), the CPU time of the training job (Snakemake's
+  ``logs/<exp>/benchmark``) and whether it resumed (its job log); the figures, shrunk to at most
+  :data:`MAX_WIDTH` pixels.
+
+What the files cannot say — the command that ran and the machine — the caller gives. One list of
+commits: those the models were trained at and the one the tables and this page were written at.
+The page names no path outside the repository (:class:`PathOutsideRepository` otherwise).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import re
+import shlex
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from nmtlib.atomic import atomic_write
+from nmtlib.errors import NmtlibError
+from nmtlib.files import read_lines
+from nmtlib.report.collect import stopped_by_max_steps
+from nmtlib.report.findings import CRITERIA, verdict_summary
+from nmtlib.report.metrics import chrf_statistics, metrics_in, tokenized_bleu_statistics
 from nmtlib.report.paper import TABLES
+from nmtlib.report.significance import NO_VERDICT, UNTESTED
+from nmtlib.report.tables import MISSING, rendered_cells
 
 #: figures of the page, in order (those the experiment has)
 FIGURES = ("learning_curves", "bleu_by_length", "window_tradeoff")
@@ -26,6 +52,18 @@ FIGURES = ("learning_curves", "bleu_by_length", "window_tradeoff")
 MAX_WIDTH = 900
 #: tables of the page after the findings and the summary, in order
 PAPER_TABLES = tuple(TABLES)
+#: the summary's columns the page shows (the rest are in summary.csv), each with its ``_sd`` where there is one
+SUMMARY_SHOWN = ("variant", "runs", "test_ppl", "bleu_before_unk_replace", "bleu_after_unk_replace",
+                 "chrf_before_unk_replace", "sacrebleu_after_unk_replace", "avg_window")
+#: paper-table columns left to the CSV: provenance, notes and the row's key (the label is shown)
+PAPER_HIDDEN = {"row", "section", "note", "paper_source", "experiment", "ours_data", "ours_from", "ours_delta_vs",
+                "ours_device"}
+#: the sacreBLEU options that score tokenized text as multi-bleu.perl does (BLEU) and chrF beside it
+RESCORE_OPTIONS = "-m bleu chrf -tok none -s none -w 2 -f text"
+
+
+class PathOutsideRepository(NmtlibError):
+    """The page would name a path outside the repository (a command's ``../shared/data``)."""
 
 
 @dataclass
@@ -82,20 +120,6 @@ def _benchmark_cpu_seconds(logs: Path, variant: str, run: str) -> float | None:
     return float(cpu) if cpu not in (None, "", "NA") else None
 
 
-def _table_body(path: Path) -> str:
-    """A table's Markdown with its title one level down (``###``)."""
-    text = path.read_text(encoding="utf-8")
-    return re.sub(r"^# ", "### ", text, count=1)
-
-
-def _has_ours(path: Path) -> bool:
-    """Whether a paper table has any number of ours (a column ``ours_*`` with a value)."""
-    with open(path, encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    return any(v not in ("", None) for r in rows for k, v in r.items() if k.startswith("ours_") and k != "ours_from"
-               and k != "ours_data" and k != "ours_device")
-
-
 def shrink_png(src: Path, dest: Path, width: int = MAX_WIDTH) -> None:
     """Copy a PNG, scaled down to ``width`` pixels if wider (docs stay small)."""
     from PIL import Image
@@ -107,25 +131,228 @@ def shrink_png(src: Path, dest: Path, width: int = MAX_WIDTH) -> None:
             im.save(f, format="PNG", optimize=True)
 
 
+def _markdown(df: pd.DataFrame) -> str:
+    """A table as Markdown cells (:func:`nmtlib.report.tables.rendered_cells`: digits by column, counts
+    as integers, mean ± sd, missing as an em dash)."""
+    return rendered_cells(df).to_markdown(index=False, disable_numparse=True)
+
+
+def _signed(value: object, percent: bool = False) -> str:
+    if value is None or pd.isna(value):
+        return MISSING
+    return f"{float(value):+.2f}" + ("%" if percent else "")
+
+
+def findings_section(findings: pd.DataFrame) -> list[str]:
+    """The findings: their verdicts counted, the narrow table of the tested claims, the untested
+    ones one line per reason, and the criteria."""
+    tested = findings[findings["verdict"] != UNTESTED]
+    rows = []
+    for _, r in tested.iterrows():
+        percent = "%" in str(r["metric"])
+        interval = (MISSING if pd.isna(r["ci_low"]) else
+                    f"[{_signed(r['ci_low'], percent)}, {_signed(r['ci_high'], percent)}]")
+        rows.append({"claim": r["claim"], "paper": _signed(r["paper_diff"], percent),
+                     "ours": _signed(r["ours_diff"], percent), "95% interval": interval, "verdict": r["verdict"]})
+    lines = [f"Of the papers' claims, {verdict_summary(findings)} by this experiment's variants. *paper* and "
+             "*ours* are the difference A − B of the two rows each claim compares (the paper's on its data; the "
+             "window claims in percent); the rows compared, both sides' numbers, the p-values, the chrF "
+             "comparisons and the notes are in [findings.csv]({stem}/findings.csv).", ""]
+    if rows:
+        lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), ""]
+    untested = findings[findings["verdict"] == UNTESTED]
+    for reason, group in untested.groupby(untested["reason"].fillna(""), sort=False):
+        lines.append(f"- Not tested, {reason}: {'; '.join(group['claim'])}.")
+    return [*lines, "", CRITERIA, ""]
+
+
+def paper_table_section(name: str, df: pd.DataFrame) -> list[str]:
+    """A paper table narrowed to its label and the paper's numbers beside ours (the registered
+    metrics the table also carries, the provenance and the notes stay in its CSV)."""
+    extra = {f"ours_{m.name}" for m in metrics_in(name)}
+    shown = df[[c for c in df.columns if c not in PAPER_HIDDEN and c not in extra]]
+    t = TABLES[name]
+    return [f"### {t.citation}: {t.title}", "", f"Paper: {t.reference}; {t.setting}. Every column: "
+            f"[{name}.csv]({{stem}}/{name}.csv).", "", _markdown(shown), ""]
+
+
+def repository_root(path: Path) -> Path:
+    """The git work tree holding ``path`` (which need not exist yet), else its nearest existing folder."""
+    folder = next(p for p in (path.absolute(), *path.absolute().parents) if p.is_dir())
+    run = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    return Path(run.stdout.strip()) if run.returncode == 0 else folder.resolve()
+
+
+def head_commit(root: Path) -> str | None:
+    run = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    return run.stdout.strip() or None if run.returncode == 0 else None
+
+
+def copy_translations(results: Path, dest: Path) -> list[Path]:
+    """Every test translation (``translations/<variant>/<run>/test.<setting>.txt`` and ``.unk.txt``),
+    the tokenized test reference (``reference.txt``) and source (``source.txt``) under ``dest``,
+    which is emptied first (a translation of a variant no longer in the experiment would linger)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    copied = []
+    for src in sorted((results / "translations").glob("*/*/test.*.txt")):
+        target = dest / src.relative_to(results / "translations")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, target)
+        copied.append(target)
+    for side, name in (("tgt", "reference.txt"), ("src", "source.txt")):
+        if (results / "data" / f"test.{side}").exists():
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(results / "data" / f"test.{side}", dest / name)
+    return copied
+
+
+def _best_run(results: Path, summary: pd.DataFrame) -> tuple[str, str, str, float] | None:
+    """(variant, run, setting, tokenized BLEU) of the best single model's best-scoring run at τ = ∞."""
+    single = summary[~summary["attention"].astype(str).eq("ensemble") & summary["bleu_before_unk_replace"].notna()]
+    if single.empty:
+        return None
+    row = single.loc[single["bleu_before_unk_replace"].astype(float).idxmax()]
+    scored = []
+    for path in sorted((results / "scores" / row["variant"]).glob(f"*/test.{row['setting']}.json")):
+        scored.append((json.loads(path.read_text(encoding="utf-8"))["bleu"]["bleu"], path.parent.name))
+    if not scored:
+        return None
+    bleu, run = max(scored, key=lambda x: (x[0], [-ord(c) for c in x[1]]))
+    return str(row["variant"]), run, str(row["setting"]), float(bleu)
+
+
+def rescore_section(results: Path, translations: Path, root: Path, summary: pd.DataFrame) -> list[str]:
+    """Where the translations are, and the sacreBLEU command that re-scores the best model's row."""
+    rel = Path(os.path.relpath(translations, root))
+    lines = ["## Translations", "",
+             f"Every test translation is in `{rel}/`: `<variant>/<run>/test.<setting>.txt` as decoded and "
+             "`.unk.txt` after unknown-word replacement, for every variant, seed (`seed<k>`), ensemble (`ensemble`) "
+             "and decoding setting (`beam<K>`, `beam<K>.tau<τ>`), Moses-tokenized as the tables score them; "
+             "`reference.txt` and `source.txt` are the tokenized test reference and source.", ""]
+    best = _best_run(results, summary)
+    if best is None:
+        return [*lines, "No translation is scored yet.", ""]
+    variant, run, setting, bleu = best
+    hyp = translations / variant / run / f"test.{setting}.txt"
+    if not hyp.exists():
+        return [*lines, f"The best model's translation ({variant}, {run}) is not there to re-score.", ""]
+    hyps, refs = read_lines(hyp), read_lines(translations / "reference.txt")
+    bleu_metric, chrf_metric = tokenized_bleu_statistics(), chrf_statistics()
+    sacre, chrf = bleu_metric.corpus_score(hyps, [refs]).score, chrf_metric.corpus_score(hyps, [refs]).score
+    # the same formula as multi-bleu.perl; only words split at Unicode spaces (U+3000, U+00A0) can differ
+    differs = (f" (sacreBLEU splits words at Unicode spaces as well, multi-bleu.perl only at ASCII ones: it "
+               f"prints {sacre:.2f} here)" if f"{sacre:.2f}" != f"{bleu:.2f}" else "")
+    command = (f"sacrebleu {shlex.quote(str(rel / 'reference.txt'))} -i "
+               f"{shlex.quote(str(rel / variant / run / hyp.name))} {RESCORE_OPTIONS}")
+    return [*lines,
+            f"To re-score the best single model's row ({variant}, {run}, {setting}, before unknown-word "
+            "replacement) from the repository's root:", "", "```sh", command, "```", "",
+            f"prints its BLEU, **{bleu:.2f}**{differs} (tokenized, as multi-bleu.perl: sacreBLEU without its own "
+            f"tokenizer and without smoothing), and its chrF, **{chrf:.2f}**, with their signatures "
+            f"`{bleu_metric.get_signature()}` and `{chrf_metric.get_signature()}`. Replace the file to re-score "
+            "another row, or pass these files to any other scorer (COMET needs the raw source and reference "
+            "of the corpus as well).", ""]
+
+
+def _outside_paths(text: str, root: Path) -> list[str]:
+    """Absolute paths and ``..`` paths in ``text`` that lead outside ``root``."""
+    found = []
+    for word in re.findall(r"(?:(?<=[\s=`'\"(])|^)(/[^\s`'\")|]+|(?:\.\./)+[^\s`'\")|]*)", text, re.M):
+        resolved = (root / word).resolve() if not word.startswith("/") else Path(word)
+        if not resolved.is_relative_to(root.resolve()):
+            found.append(word)
+    return found
+
+
 def results_page(results: Path, out: Path, command: str, hardware: str, logs: Path | None = None,
                  title: str | None = None, intro: str = "") -> Path:
-    """Write ``out`` (Markdown) and its figures into ``out``'s folder, under ``<stem>/``."""
+    """Write ``out`` (Markdown) and, under ``out``'s folder in ``<stem>/``, its figures, its tables
+    as CSV and every test translation (see the module docstring)."""
     experiment = results.name
     tables = results / "tables"
-    if not (tables / "summary.md").exists():
-        raise FileNotFoundError(f"{tables / 'summary.md'} does not exist: run the experiment's report first")
+    if not (tables / "summary.csv").exists() or not (tables / "findings.csv").exists():
+        raise FileNotFoundError(f"{tables / 'summary.csv'} does not exist: run the experiment's report first")
+    root = repository_root(out)
+    for text in (command, intro):
+        outside = _outside_paths(text, root)
+        if outside:
+            raise PathOutsideRepository(f"the page would name paths outside the repository {root}: "
+                                        f"{', '.join(outside)}; give the command and the introduction without them")
+    folder = out.parent / out.stem
+    summary = pd.read_csv(tables / "summary.csv")
+    findings = pd.read_csv(tables / "findings.csv")
     runs = model_runs(results, logs)
-    commits = sorted({r.commit for r in runs if r.commit})
     lines = [f"# {title or f'Reference results: {experiment}'}", ""]
     if intro:
         lines += [intro.strip(), ""]
+    trained_at: dict[str, int] = {}
+    for r in runs:
+        trained_at[_commit(r.commit)] = trained_at.get(_commit(r.commit), 0) + 1
+    commits = [f"{c} (training of {n} model{'s' if n != 1 else ''})" for c, n in trained_at.items()]
+    head = head_commit(root)
+    commits.append(f"`{head}` (tables, findings and this page)" if head else "tables: commit not recorded")
+    test_size = len(read_lines(results / "data" / "test.tgt")) if (results / "data" / "test.tgt").exists() else None
     lines += [
         "| | |", "|---|---|",
         f"| command | `{command}` |",
-        f"| commit | {', '.join(f'`{c[:12]}`' for c in commits) or 'not recorded'} |",
+        f"| commits | {'; '.join(commits)} |",
         f"| hardware | {hardware} |",
         f"| models | {len(runs)} trained, {sum(r.train_s or 0 for r in runs) / 3600:.2f} h of training in all |",
+        *([f"| test set | {test_size} sentences |"] if test_size is not None else []),
         "",
+    ]
+    smoke = sorted({steps for steps in map(stopped_by_max_steps, (results / "models").glob("*/*")) if steps})
+    if smoke:
+        lines += [f"**{NO_VERDICT.capitalize()}**: models stopped after train.max_steps = "
+                  f"{', '.join(map(str, smoke))} updates; no difference here says anything about the papers' claims.",
+                  ""]
+    lines += ["## Findings", "", *findings_section(findings)]
+    shown = [c for col in SUMMARY_SHOWN for c in (col, f"{col}_sd") if c in summary.columns]
+    lines += ["## Summary", "", "One row per variant and ensemble, decoded at τ = ∞; means over seeds ± their "
+              "standard deviation. Every column (perplexities, RIBES, AER, decoding time, sacreBLEU's signature) "
+              "and what each is: [summary.csv]({stem}/summary.csv) and the experiment's `tables/summary.md`.", "",
+              _markdown(summary[shown]), "", "## The papers' tables", ""]
+    unmapped = []
+    for name in PAPER_TABLES:
+        path = tables / f"{name}.csv"
+        df = pd.read_csv(path) if path.exists() and path.stat().st_size else None
+        if df is None or df.empty:
+            unmapped.append(TABLES[name].citation)
+        else:
+            lines += paper_table_section(name, df)
+            shutil.copyfile(path, _mkdir(folder) / f"{name}.csv")
+    if unmapped:
+        lines += [f"Not regenerated by this experiment (no variant maps a row with a result): {'; '.join(unmapped)}.",
+                  ""]
+    copy_translations(results, folder / "translations")
+    lines += rescore_section(results, folder / "translations", root, summary)
+    lines += _models_section(runs)
+    lines += ["## Figures", ""]
+    for name in FIGURES:
+        src = results / "figures" / f"{name}.png"
+        if src.exists():
+            shrink_png(src, _mkdir(folder) / f"{name}.png")
+            lines += [f"![{name}]({out.stem}/{name}.png)", ""]
+    for name in ("summary", "findings"):
+        shutil.copyfile(tables / f"{name}.csv", _mkdir(folder) / f"{name}.csv")
+    page = "\n".join(lines).rstrip().replace("{stem}", out.stem) + "\n"
+    with atomic_write(out) as f:
+        f.write(page)
+    return out
+
+
+def _commit(commit: str | None) -> str:
+    return f"`{commit[:12]}`" if commit else "not recorded"
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _models_section(runs: list[ModelRun]) -> list[str]:
+    lines = [
         "## Models trained",
         "",
         "Training time is the trainer's clock (`elapsed_s` of `train_log.csv`): wall time over every attempt, a "
@@ -135,8 +362,8 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         "(early stopping ends training when it is below `train.min_improvement`).",
         "",
         "| variant | run | epochs | best epoch | best dev ppl | last gain | training time | CPU time | resumed | "
-        "device | parameters |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "device | parameters | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         gain = "" if r.last_gain_pct is None else f"{r.last_gain_pct:.1f}%"
@@ -146,31 +373,5 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         ppl = "" if r.best_dev_ppl is None else f"{r.best_dev_ppl:.2f}"
         resumed = "" if r.resumed is None else ("yes" if r.resumed else "no")
         lines.append(f"| {r.variant} | {r.run} | {r.epochs} | {r.best_epoch or ''} | {ppl} | {gain} | {time_} | {cpu} | "
-                     f"{resumed} | {r.device} | {params} |")
-    lines += ["", "## Findings", "", _table_body(tables / "findings.md"), "## Summary", "",
-              _table_body(tables / "summary.md"), "## The papers' tables", ""]
-    unmapped, empty = [], []
-    for name in PAPER_TABLES:
-        path = tables / f"{name}.md"
-        if not path.exists():  # `nmtlib report` writes only the tables the experiment regenerates a row of
-            unmapped.append(name)
-        elif _has_ours(tables / f"{name}.csv"):
-            lines += [_table_body(path)]
-        else:
-            empty.append(name)
-    if unmapped:
-        lines += [f"No variant of this experiment regenerates a row of: {', '.join(unmapped)}.", ""]
-    if empty:
-        lines += [f"No number of ours yet in: {', '.join(empty)} (their pages say why).", ""]
-    lines += ["## Figures", ""]
-    figures = results / "figures"
-    for name in FIGURES:
-        src = figures / f"{name}.png"
-        if src.exists():
-            dest = out.parent / out.stem / f"{name}.png"
-            shrink_png(src, dest)
-            lines += [f"![{name}]({out.stem}/{name}.png)", ""]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(out) as f:
-        f.write("\n".join(lines).rstrip() + "\n")
-    return out
+                     f"{resumed} | {r.device} | {params} | {_commit(r.commit)} |")
+    return [*lines, ""]
