@@ -372,6 +372,6 @@ def _models_section(runs: list[ModelRun]) -> list[str]:
         params = "" if r.parameters is None else f"{r.parameters / 1e6:.2f}M"
         ppl = "" if r.best_dev_ppl is None else f"{r.best_dev_ppl:.2f}"
         resumed = "" if r.resumed is None else ("yes" if r.resumed else "no")
-        lines.append(f"| {r.variant} | {r.run} | {r.epochs} | {r.best_epoch or ''} | {ppl} | {gain} | {time_} | {cpu} | "
-                     f"{resumed} | {r.device} | {params} | {_commit(r.commit)} |")
+        lines.append(f"| {r.variant} | {r.run} | {r.epochs} | {r.best_epoch or ''} | {ppl} | {gain} | {time_} | "
+                     f"{cpu} | {resumed} | {r.device} | {params} | {_commit(r.commit)} |")
     return [*lines, ""]
