@@ -71,12 +71,12 @@ step() {
 }
 
 # --- setup: the bundle's wheels on the paths, the peer from its wheels ---------------------------
-step setup-bundle 25 bash "$BENCH/device_common.sh" install_bundle "$WHEELS" "$WORK/site"
+step setup-bundle 10 bash "$BENCH/device_common.sh" install_bundle "$WHEELS" "$WORK/site"
 use_bundle "$WORK/site"
 export PYTHONPATH="$ROOT:$PYTHONPATH"  # nmtlib travels as the tree: `python -m nmtlib` from any folder
 if compgen -G "$WHEELS/peer/*.whl" > /dev/null; then
   PEER="$WORK/peer-venv"
-  step setup-peer 20 env PEER="$PEER" bash "$BENCH/peer/setup_offline.sh" "$WHEELS/peer"
+  step setup-peer 15 env PEER="$PEER" bash "$BENCH/peer/setup_offline.sh" "$WHEELS/peer"
 else
   PEER="${PEER:-$HOME/.cache/nmtlib-peer}"
   skip setup-peer "no peer wheels in $WHEELS/peer; the peer is looked for in $PEER"
@@ -102,12 +102,12 @@ BF16=(); [ "$DEVICE" = cuda ] && BF16=(--bf16)  # bf16 is the GPU's: on a CPU th
 # --- (e) the tests that skip without CUDA: tests/test_cuda.py, and the one peer test that asks for a
 # device itself (`grep -n cuda.is_available tests/`; tests/test_device_checks.py keeps this list whole)
 CUDA_TESTS=(tests/test_cuda.py tests/test_benchmarks.py::test_peer_side_by_side_tiny_on_cuda_reports_both_gpu_peaks)
-step e-cuda-tests 140 "$PYTHON" -m pytest -q -rA -p no:cacheprovider --junitxml="$RES/e-cuda-tests.xml" \
+step e-cuda-tests 100 "$PYTHON" -m pytest -q -rA -p no:cacheprovider --junitxml="$RES/e-cuda-tests.xml" \
   "${CUDA_TESTS[@]}"
 
 # --- (a) training jobs side by side on one GPU
 mapfile -t A_TINY < <(tiny --scale tiny --steps 3 --warmup 1 --jobs 1,2)
-gpu_step a-gpu-share 60 "$PYTHON" "$BENCH/gpu_share.py" --device "$DEVICE" --jobs 1,2,4,8 --scale small \
+gpu_step a-gpu-share 90 "$PYTHON" "$BENCH/gpu_share.py" --device "$DEVICE" --jobs 1,2,4,8 --scale small \
   "${A_TINY[@]}" --json "$RES/a-gpu-share.json"
 
 # --- (b) paper-scale float32 decoding against OpenNMT-py, ours with graphed steps (what took batch 1 past
@@ -119,14 +119,14 @@ if [ ! -x "$PEER/venv/bin/python" ]; then
 elif [ ! -d "$DATA/small_parallel_enja" ]; then
   skip b-peer-decode "no small_parallel_enja in $DATA (device_bundle.py --corpus small_parallel_enja)"
 else
-  gpu_step b-peer-decode 120 "$PYTHON" "$BENCH/peer_opennmt.py" --device "$DEVICE" --scale paper --cuda-graphs \
+  gpu_step b-peer-decode 180 "$PYTHON" "$BENCH/peer_opennmt.py" --device "$DEVICE" --scale paper --cuda-graphs \
     --train-steps 2 --report-every 1 --beams 12 --decode-batch-sizes 30,1 --in-flight 1,2 "${B_TINY[@]}" \
     --data-cache "$DATA" --peer "$PEER" --work "$WORK/peer" --json "$RES/b-peer-decode.json"
 fi
 
 # --- (c) paper-scale training speed, bf16 and CUDA graphs, Luong 4x1000 global+feed
 mapfile -t C_TINY < <(tiny --scale tiny --steps 2 --warmup 1)
-gpu_step c-train-speed 60 "$PYTHON" "$BENCH/train_speed.py" --device "$DEVICE" --scale paper \
+gpu_step c-train-speed 45 "$PYTHON" "$BENCH/train_speed.py" --device "$DEVICE" --scale paper \
   --archs luong-global-general-feed "${BF16[@]}" --cuda-graphs --steps 60 --warmup 3 "${C_TINY[@]}" \
   --json "$RES/c-train-speed.json"
 

@@ -323,3 +323,22 @@ def test_decode_tf32_holds_only_while_decoding_on_cuda(device):
         assert torch.get_float32_matmul_precision() == before
         # TF32 rounds inputs to 10 mantissa bits: the scores stay close to float32's
         assert [h.score for h in tf32] == pytest.approx([h.score for h in plain], rel=1e-2, abs=1e-2)
+
+
+@needs_cuda
+@pytest.mark.parametrize("name", ["global-general-feed", "rnnsearch"])
+def test_bf16_training_keeps_the_recurrent_state_in_float32(name):
+    """Under bf16 autocast the products are bf16, the LSTM cell state and the GRU state float32:
+    rounded at every step, a state carried through the sentence trained far worse (RESULTS.md, G7)."""
+    from nmtlib.models.cells import _gru_cell, _lstm_cell
+
+    torch.manual_seed(0)
+    B, E, H = 4, 8, 16
+    x, h, c = (torch.randn(B, n, device="cuda") for n in (E, H, H))
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        w_ih = torch.randn(4 * H, E, device="cuda")
+        w_hh = torch.randn(4 * H, H, device="cuda")
+        hy, cy = _lstm_cell(x, h, c, w_ih, w_hh, torch.randn(4 * H, device="cuda"))
+        gy = _gru_cell(x, h, w_ih[: 3 * H], w_hh[: 3 * H], torch.randn(3 * H, device="cuda"),
+                       torch.randn(3 * H, device="cuda"))
+    assert hy.dtype == cy.dtype == gy.dtype == torch.float32
