@@ -48,7 +48,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from nmtlib.report.collect import ExperimentSpec, Ours, attention_label, data_description, gated, smoke_models
+from nmtlib.report.collect import (ExperimentSpec, Ours, attention_label, data_description, gated, smoke_models,
+                                   test_sentences)
 from nmtlib.report.metrics import METRICS, RunFiles, companion, metrics_in, reference_lines
 from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperRow, PaperTable
 from nmtlib.report.significance import (FAILS, HOLDS, INCONCLUSIVE, METHOD, NO_VERDICT, UNTESTED, VERDICTS,
@@ -238,7 +239,7 @@ def _interval_cells(interval: Interval | None, prefix: str = "") -> dict[str, An
             f"{prefix}p_value": round(interval.p_value, 4)}
 
 
-def _no_interval(ctx: _Context, a: Side, b: Side) -> str:
+def _no_interval(a: Side) -> str:
     """Why a comparison has no interval (one run per side and nothing to resample)."""
     if METRICS[a.metric].statistics is None and METRICS[a.metric].sentences is None:
         return (f"no interval: {METRICS[a.metric].label} has no per-sentence scores to resample, and the seeds' "
@@ -273,7 +274,7 @@ def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None,
     interval = ctx.interval(a, b, a.metric, b.metric, relative)
     out.update(ours_diff=diff, **_interval_cells(interval), verdict=verdict(criterion, diff, interval))
     if interval is None:
-        notes.append(_no_interval(ctx, a, b))
+        notes.append(_no_interval(a))
     if ctx.is_smoke(a.name) or ctx.is_smoke(b.name):
         out["verdict"] = NO_VERDICT
     for family in families():
@@ -439,7 +440,8 @@ def _length_gain(ctx: _Context, a: str | None, b: str | None, missing: Missing) 
         return out
     out.update(compared=f"A: {a} vs B: {b}; the gain on the sentences longer than the median vs the rest",
                reason=None, note="")
-    src = test_source_lengths(ctx.spec)
+    sentences = test_sentences(ctx.spec, "src")
+    src = None if sentences is None else np.array([len(s) for s in sentences])
     if src is None or not len(src):
         out.update(verdict=UNTESTED, reason=NO_RESULTS, note="no test source yet")
         return out
@@ -465,16 +467,6 @@ def _length_gain(ctx: _Context, a: str | None, b: str | None, missing: Missing) 
                 out.update({f"{family}_a": round(fl, 4), f"{family}_b": round(fs, 4),
                             f"{family}_diff": round(fl - fs, 4), **_interval_cells(fi, f"{family}_")})
     return out
-
-
-def test_source_lengths(spec: ExperimentSpec) -> np.ndarray | None:
-    """Words of each test source sentence (``data/test.src``), or None if absent."""
-    path = Path(spec.results) / "data" / "test.src"
-    if not path.exists():
-        return None
-    from nmtlib.files import read_lines
-
-    return np.array([len(line.split()) for line in read_lines(path)])
 
 
 def _shu_value(row_key: str, ctx: _Context, metric: str) -> float | None:

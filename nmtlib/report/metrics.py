@@ -18,6 +18,7 @@ tokenized output and reference as BLEU.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -161,11 +162,27 @@ def _from_json(what: str | None, *keys: str) -> Callable[[RunFiles], float | Non
 def sacrebleu_score(statistics: Callable[[], SacreMetric], text: str) -> Callable[[RunFiles], float | None]:
     """A reader that scores a translation's ``text`` against the tokenized reference with sacreBLEU."""
     def read(files: RunFiles) -> float | None:
-        hyps, refs = files.hypotheses(text), files.references()
-        if hyps is None or refs is None or len(hyps) != len(refs) or not refs:
+        hyp, ref = files.translation_path(text), files.spec.results / "data" / "test.tgt"
+        if not hyp.exists() or not ref.exists():
             return None
-        return float(statistics().corpus_score(hyps, [refs]).score)
+        return _file_score(statistics, hyp, _stamp(hyp), ref, _stamp(ref))
     return read
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_score(statistics: Callable[[], SacreMetric], hyp: Path, hyp_stamp: tuple[int, int], ref: Path,
+                ref_stamp: tuple[int, int]) -> float | None:
+    """A sacreBLEU corpus score of two files, once per version of them (the stamps: one report scores
+    every translation for the summary, the paper tables and the findings)."""
+    hyps, refs = read_lines(hyp), read_lines(ref)
+    if len(hyps) != len(refs) or not refs:
+        return None
+    return float(statistics().corpus_score(hyps, [refs]).score)
 
 
 def sentence_windows(files: RunFiles) -> list[float] | None:
