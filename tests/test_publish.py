@@ -199,3 +199,17 @@ def test_publish_before_the_report_is_a_one_line_error(tmp_path: Path) -> None:
                          capture_output=True, text=True)
     assert run.returncode == 2 and "run the experiment's report first" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_findings_of_an_older_report_are_refused(tmp_path: Path, capsys) -> None:
+    """findings.csv without intervals (the report before them) cannot give the page's findings."""
+    root = repository(tmp_path)
+    results = root / "results" / "unit"
+    spec = make_experiment(results)
+    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    path = results / "tables" / "findings.csv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join(",".join(line.split(",")[:3]) for line in lines) + "\n", encoding="utf-8")
+    code, out = publish(root)
+    assert code == 2 and not out.exists()
+    assert "run the experiment's report again" in capsys.readouterr().err

@@ -286,6 +286,9 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     folder = out.parent / out.stem
     summary = pd.read_csv(tables / "summary.csv")
     findings = pd.read_csv(tables / "findings.csv")
+    if not {"ci_low", "ci_high", "p_value", "reason"} <= set(findings.columns):
+        raise FileNotFoundError(f"{tables / 'findings.csv'} has no 95% intervals (an older nmtlib report): run the "
+                                "experiment's report again (snakemake reruns make_report)")
     runs = model_runs(results, logs)
     lines = [f"# {title or f'Reference results: {experiment}'}", ""]
     if intro:
