@@ -203,6 +203,10 @@ def validate_config(config: dict[str, Any], schema_path: str | Path, corpora: se
     for name, members in (config.get("ensembles") or {}).items():
         if name in variants:
             raise ConfigError(f"ensembles.{name}: the name is already a variant's")
+        twice = sorted({m for m in members if members.count(m) > 1})
+        if twice:  # a member named twice would be tabulated as an ensemble of different models
+            raise ConfigError(f"ensembles.{name}: {twice} named more than once; an ensemble's members are "
+                              f"different variants (each brings all its seeds)")
         unknown = [m for m in members if m not in variants]
         if unknown:
             raise ConfigError(f"ensembles.{name}: unknown variant(s) {_suggest(unknown, variants)}; "

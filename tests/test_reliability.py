@@ -135,6 +135,8 @@ def _corpus(name: str, test_src: str = "test_2016_flickr.de.gz"):
                   "null to run all"], id="only-variants-empty"),
     pytest.param(lambda c: c.setdefault("decode", {}).update(beam=100000),
                  ["invalid configuration: decode.beam: 100000 is greater than the maximum of 1000"], id="beam-too-large"),
+    pytest.param(lambda c: c.update(ensembles={"ens": ["base", "global-general-feed", "base"]}),
+                 ["invalid configuration: ensembles.ens: ['base'] named more than once"], id="ensemble-member-twice"),
     pytest.param(lambda c: c["variants"]["base"].setdefault("train", {}).update(lr="0.1"),
                  ["invalid configuration: variants.base.train.lr: '0.1' is not of type 'number'; '0.1' is quoted, so "
                   "it is a string: write 0.1 without quotes"], id="quoted-number"),
