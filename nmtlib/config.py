@@ -212,6 +212,8 @@ class TrainConfig:
                                      "weights, optimiser state and loss stay float32 (nmtlib.precision)")
     cuda_graphs: bool = option(False, "replay the decoder loop as CUDA graphs (CUDA only; see nmtlib.train.graphs)")
     device: str = option("auto", "device to train on", choices=("auto", "cpu", "cuda"))
+    keep_checkpoints: bool = option(False, "keep checkpoints/ (the resume state) once training ends; by default "
+                                           "the finished model folder keeps model.pt as its only copy of the weights")
 
 
 @dataclass(frozen=True)
@@ -241,6 +243,9 @@ class DecodeConfig:
 VARIANT_META_KEYS = ("train", "decode", "finetune_from", "description", "paper_row", "seeds")
 #: keys that label a variant for reports and do not change what is trained
 LABEL_KEYS = ("description", "paper_row")
+#: train options that decide what happens to files, not the weights: left out of the checkpoint
+#: fingerprint (:meth:`VariantConfig.training_dict`), so that setting one resumes a checkpoint
+UNTRAINED_OPTIONS = ("keep_checkpoints",)
 
 
 @dataclass(frozen=True)
@@ -257,8 +262,11 @@ class VariantConfig:
         return dataclasses.asdict(self)
 
     def training_dict(self) -> dict[str, Any]:
-        """What determines a trained model (no report labels): checkpoints are keyed by it."""
-        return {k: v for k, v in self.to_dict().items() if k not in LABEL_KEYS}
+        """What determines a trained model: checkpoints are keyed by it. No report labels, no
+        decoding options (decoding never changes weights) and no :data:`UNTRAINED_OPTIONS`."""
+        trained = {k: v for k, v in self.to_dict().items() if k not in (*LABEL_KEYS, "decode")}
+        trained["train"] = {k: v for k, v in trained["train"].items() if k not in UNTRAINED_OPTIONS}
+        return trained
 
 
 def _fields(cls: type) -> dict[str, dataclasses.Field]:

@@ -66,6 +66,16 @@ TINY_TRAIN_SPEC = {
     },
 }
 
+
+
+def keeping_checkpoints(spec: dict) -> dict:
+    """``spec`` with ``train.keep_checkpoints``: for tests that read a finished run's resume state
+    (``checkpoints/last.pt``), which training otherwise removes when it ends."""
+    kept = json.loads(json.dumps(spec))
+    kept["options"].setdefault("train", {})["keep_checkpoints"] = True
+    return kept
+
+
 #: every architecture of the three papers at toy size (name → variant options)
 ALL_VARIANTS: dict[str, dict] = {
     "base": dict(SMALL, layers=2, attention="none", input_feed=False),

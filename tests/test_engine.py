@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import restored_torch_switches, tiny_train_cmd, tiny_train_paths
+from conftest import keeping_checkpoints, restored_torch_switches, tiny_train_cmd, tiny_train_paths
 from nmtlib.config import TrainConfig, resolve_variant
 from nmtlib.data.batching import ParallelData, collate, length_sorted_batches
 from nmtlib.data.vocab import Vocabulary
@@ -24,7 +24,7 @@ from nmtlib.train.schedule import learning_rate
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SPEC = {
+SPEC = keeping_checkpoints({  # the tests compare the final resume state of runs
     "name": "g",
     "options": {
         "embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global", "score": "general",
@@ -32,7 +32,7 @@ SPEC = {
         "train": {"optimizer": "adam", "lr": 0.01, "loss_norm": "tokens", "batch_size": 16, "epochs": 2,
                   "checkpoint_every": 3, "decay_start": 2},
     },
-}
+})
 
 
 def train_cmd(corpus: Path, out: Path, spec: dict = SPEC) -> list[str]:

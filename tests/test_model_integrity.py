@@ -25,11 +25,11 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import TINY_TRAIN_SPEC, restored_torch_switches
+from conftest import TINY_TRAIN_SPEC, keeping_checkpoints, restored_torch_switches
 from nmtlib.cli import main as nmtlib_main
 from nmtlib import checkpoint
 
-SPEC = TINY_TRAIN_SPEC
+SPEC = keeping_checkpoints(TINY_TRAIN_SPEC)  # tests read the resume state of finished runs
 ADVICE = "pass the vocabulary the model was trained with"
 
 

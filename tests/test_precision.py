@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import tiny_train_cmd
+from conftest import keeping_checkpoints, tiny_train_cmd
 from nmtlib import checkpoint
 from nmtlib.models.attention import FlexibleAttention, LocalPredictiveAttention, Memory, length_mask
 from nmtlib.models.scores import GeneralScore, LocationScore
@@ -127,7 +127,7 @@ def test_loss_terms_takes_the_block_path_for_bf16_cpu_logits_only():
     assert low.grad_fn is None or "LowPrecisionNLL" in type(low.grad_fn).__name__
 
 
-SPEC = {
+SPEC = keeping_checkpoints({  # the test compares the final resume state of runs
     "name": "g",
     "options": {
         "embedding_size": 16, "hidden_size": 16, "layers": 2, "attention": "local-p", "score": "general",
@@ -135,7 +135,7 @@ SPEC = {
         "train": {"optimizer": "adam", "lr": 0.01, "loss_norm": "tokens", "batch_size": 16, "epochs": 2,
                   "checkpoint_every": 3, "decay_start": 2, "bf16": True, "device": "cpu"},
     },
-}
+})
 
 
 def _run(corpus: Path, out: Path) -> subprocess.CompletedProcess:

@@ -40,7 +40,7 @@ from nmtlib.errors import NmtlibError
 from nmtlib.cli import main as nmtlib_main
 from nmtlib import checkpoint
 
-from conftest import ROOT, SHARED, SMALL, TINY_TRAIN_SPEC, restored_torch_switches
+from conftest import ROOT, SHARED, SMALL, TINY_TRAIN_SPEC, keeping_checkpoints, restored_torch_switches
 
 SNAKEFILE = ROOT / "Snakefile"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -437,7 +437,7 @@ def test_a_test_sentence_longer_than_any_training_sentence_decodes(tiny_corpus, 
 
 # == Training ==================================================================================
 
-TRAIN_SPEC = TINY_TRAIN_SPEC
+TRAIN_SPEC = keeping_checkpoints(TINY_TRAIN_SPEC)  # tests read the resume state of finished runs
 
 
 def train_args(corpus: Path, out: Path) -> list[str]:

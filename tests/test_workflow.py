@@ -50,8 +50,9 @@ def test_tiny_workflow_produces_tables_figures_and_is_complete(tiny_run):
         assert (res / "figures" / f"{png}.png").stat().st_size > 5000
     # every job went through its rule's log
     assert (tiny_run / "logs" / "tiny" / "train_model" / "base.seed1.log").exists()
-    # the checkpoints survive beside the declared outputs, for resuming
-    assert (res / "models" / "base" / "seed1" / "checkpoints" / "last.pt").exists()
+    # a finished model folder keeps one copy of its weights and no resume state (train.keep_checkpoints: false)
+    assert sorted(p.name for p in (res / "models" / "base" / "seed1").iterdir()) == ["env.json", "model.pt",
+                                                                                      "train_log.csv"]
 
 
 def test_second_run_has_nothing_to_do(tiny_run):
