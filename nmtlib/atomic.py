@@ -18,10 +18,13 @@ import json
 import os
 import re
 import secrets
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Any, cast
+
+from nmtlib.files import is_stdin
 
 __all__ = ["atomic_write", "write_lines", "write_json", "remove_stale_temporaries", "temporary_name"]
 
@@ -95,8 +98,13 @@ def atomic_write(path: Path | str, *, binary: bool = False) -> Iterator[IO[Any]]
     on the same file system), fsynced, then renamed over ``path``; on error the temp file is
     removed and an existing ``path`` is left untouched. Temporary files of ``path`` that killed
     writers left are removed first (:func:`remove_stale_temporaries`). A ``.gz`` name is written
-    gzip-compressed (with a fixed mtime, so the bytes are reproducible).
+    gzip-compressed (with a fixed mtime, so the bytes are reproducible). ``-`` is standard output.
     """
+    if is_stdin(path):  # one name for both standard streams, as in every command-line tool
+        stream = sys.stdout.buffer if binary else sys.stdout
+        yield stream
+        stream.flush()
+        return
     path = Path(path)
     if path.parent and not path.parent.is_dir():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,19 +13,20 @@ a model.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import pickle
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 
 from nmtlib.atomic import atomic_write
 from nmtlib.config import ModelConfig
 from nmtlib.data.vocab import Vocabulary
-from nmtlib.files import sha256_file
+from nmtlib.files import is_stdin, sha256_file, stdin_bytes
 from nmtlib.models.builder import build_model
 from nmtlib.models.seq2seq import Seq2Seq
 
@@ -62,10 +63,16 @@ def file_record(path: str | Path) -> dict[str, str]:
 def load(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load tensors and plain data only; anything else (a pickled object) is refused.
 
-    Any file that cannot be read (missing, empty, truncated, not a PyTorch file) raises
-    :class:`CheckpointError` naming it, never torch's multi-line exceptions."""
+    Any file that cannot be read (missing, empty, truncated, not a PyTorch file: a text file
+    given as a model) raises :class:`CheckpointError` naming it, never torch's multi-line
+    exceptions. ``-`` reads standard input."""
+    source: str | Path | IO[bytes] = io.BytesIO(stdin_bytes()) if is_stdin(path) else path
+    head = stdin_bytes()[:4] if is_stdin(path) else _head(Path(path))
+    if head and not head.startswith(_TORCH_HEADS):  # torch would try it as a pickle and advise weights_only=False
+        raise CheckpointError(f"{path}: not an nmtlib model: not a file torch.save writes (it begins with "
+                              f"{head.decode('latin-1')!r}; a zip archive begins with 'PK')")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        return torch.load(source, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
         lines = [line.strip() for line in str(err).splitlines() if line.strip()]
         # torch's message is several paragraphs (and suggests weights_only=False): keep the culprit
@@ -74,6 +81,20 @@ def load(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str
                               f"(weights_only=True): {first}") from None
     except (OSError, EOFError, RuntimeError) as err:
         raise CheckpointError(f"{path}: cannot read this file: {_unreadable_reason(Path(path), err)}") from None
+
+
+#: how a file torch.save wrote begins: a zip archive, or (before torch 1.6, or with
+#: ``_use_new_zipfile_serialization=False``) a pickle of protocol 2 or later
+_TORCH_HEADS = (b"PK\x03\x04", b"\x80")
+
+
+def _head(path: Path) -> bytes:
+    """The first bytes of ``path``; none when it cannot be read (torch.load then says why)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4)
+    except OSError:
+        return b""
 
 
 def _unreadable_reason(path: Path, err: BaseException) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -134,13 +135,36 @@ def _version() -> str:
     return f"nmtlib {__version__}"
 
 
+def one_stdin(args: argparse.Namespace, outputs: tuple[str, ...] = ("out",)) -> None:
+    """Fail unless at most one file argument of ``args`` (the ``outputs`` aside) is ``-``:
+    standard input is one stream, and two files read from it would both get it whole."""
+    from nmtlib.files import is_stdin
+
+    readers = [f"--{name.replace('_', '-')}" for name, value in vars(args).items() if name not in outputs
+               for item in (value if isinstance(value, list) else [value]) if is_stdin(item)]
+    if len(readers) > 1:
+        raise NmtlibError(f"{', '.join(readers[:-1])} and {readers[-1]} read standard input (-): only one file "
+                          f"can come from it")
+
+
+#: the exit status of a command whose reader closed its output (``| head -1``): a shell's for SIGPIPE
+BROKEN_PIPE_EXIT = 128 + 13
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, not at exit: a closed pipe must be caught below
+        return code
     except NmtlibError as err:
         print(f"nmtlib {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (`nmtlib score ... | head -1`): stop quietly, as a tool killed by SIGPIPE
+        # does; what is still buffered for stdout goes nowhere, not into a traceback at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE_EXIT
 
 
 if __name__ == "__main__":

@@ -274,6 +274,9 @@ def _bad_model(kind: str, real: Path, folder: Path) -> tuple[Path, str]:
     if kind == "tensor":
         torch.save(torch.zeros(3), path)
         return path, "not an nmtlib model: the file holds a Tensor, not a model record"
+    if kind == "text":  # `--model README.md`: torch would advise weights_only=False, at length
+        path.write_text("# nmt-attention-benchmarks\n")
+        return path, "not an nmtlib model: not a file torch.save writes (it begins with '# nm'; a zip archive begins with 'PK')\n"
     assert kind == "last-checkpoint"  # checkpoints/last.pt passed for model.pt: a real mix-up
     shutil.copy(real.parent / "checkpoints" / "last.pt", path)
     return path, ("not an nmtlib model: a training checkpoint (no 'variant' in it, an 'optimizer'); pass the "
@@ -281,7 +284,7 @@ def _bad_model(kind: str, real: Path, folder: Path) -> tuple[Path, str]:
 
 
 @pytest.mark.parametrize("name", COMMANDS)
-@pytest.mark.parametrize("kind", ["empty", "truncated", "no-variant", "tensor", "last-checkpoint"])
+@pytest.mark.parametrize("kind", ["empty", "truncated", "no-variant", "tensor", "text", "last-checkpoint"])
 def test_an_unreadable_model_file_is_one_line_naming_it(name, kind, tiny_corpus, trained, tmp_path, capsys):
     bad, reason = _bad_model(kind, trained / "model.pt", tmp_path)
     out = tmp_path / "out"

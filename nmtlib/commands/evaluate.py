@@ -8,6 +8,9 @@ as one JSON file per result (the workflow's ``scores/`` folder), with the scorer
   (:func:`nmtlib.metrics.window.mean_window`) and decode time;
 - ``perplexity``: perplexity of the references under a model (Luong Tables 1, 4);
 - ``alignment``: AER of forced-decoding links against gold Sure/Possible links (Luong Table 6).
+
+Any one input file may be ``-``, standard input; ``--out -`` prints the JSON result on standard
+output instead of the one-line summary.
 """
 
 from __future__ import annotations
@@ -18,15 +21,22 @@ from pathlib import Path
 from typing import Any
 
 from nmtlib.atomic import write_json
-from nmtlib.cli import add_forced_decoding_arguments
+from nmtlib.cli import add_forced_decoding_arguments, one_stdin, plain_text
 from nmtlib.errors import NmtlibError
+from nmtlib.files import is_stdin
+
+#: help of every ``--out``
+OUT_HELP = "the JSON result, written here (-: standard output, instead of the summary line)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("evaluate", help="score a translation, a model's perplexity or alignments into JSON")
+    p = sub.add_parser("evaluate", help="score a translation, a model's perplexity or alignments into JSON",
+                       epilog=plain_text(__doc__.split("\n\n")[-1]))
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    stdin_note = "any one input file may be -, standard input"
 
-    t = actions.add_parser("translation", help="BLEU (tokenized, sacreBLEU), RIBES, length buckets, window, time")
+    t = actions.add_parser("translation", help="BLEU (tokenized, sacreBLEU), RIBES, length buckets, window, time",
+                           epilog=stdin_note)
     t.add_argument("--hyp", type=Path, required=True, metavar="PREFIX",
                    help="the translation: PREFIX.txt, PREFIX.unk.txt and PREFIX.jsonl, as nmtlib translate --out PREFIX "
                         "writes them")
@@ -40,27 +50,44 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--tgt-tokenizer", default="none", help="tokenizer of the target side (to detokenize for sacreBLEU)")
     t.add_argument("--bucket-width", type=int, default=10,
                    help="source-length buckets of BLEU by length, in words (default: 10)")
-    t.add_argument("--out", type=Path, required=True, help="the JSON result, written here")
+    t.add_argument("--out", type=Path, required=True, help=OUT_HELP)
     t.set_defaults(func=run_translation)
 
-    m = actions.add_parser("perplexity", help="perplexity of references under a model")
+    m = actions.add_parser("perplexity", help="perplexity of references under a model", epilog=stdin_note)
     add_forced_decoding_arguments(m)
-    m.add_argument("--out", type=Path, required=True, help="the JSON result, written here")
+    m.add_argument("--out", type=Path, required=True, help=OUT_HELP)
     m.set_defaults(func=run_perplexity)
 
-    a = actions.add_parser("alignment", help="AER of 1-based links against gold Sure/Possible links")
+    a = actions.add_parser("alignment", help="AER of 1-based links against gold Sure/Possible links",
+                           epilog=stdin_note)
     a.add_argument("--gold", type=Path, required=True,
                    help="gold links, one sentence per line: 1-based i-j (Sure) and ipj (Possible)")
     a.add_argument("--links", type=Path, required=True, help="links by Luong's footnote 14 (the paper's protocol)")
     a.add_argument("--predicted-links", type=Path, default=None, help="links by predicted word (reported beside)")
     a.add_argument("--src", type=Path, required=True, help="tokenized source (sentence lengths)")
     a.add_argument("--tgt", type=Path, required=True, help="tokenized target (sentence lengths)")
-    a.add_argument("--out", type=Path, required=True, help="the JSON result, written here")
+    a.add_argument("--out", type=Path, required=True, help=OUT_HELP)
     a.set_defaults(func=run_alignment)
 
 
+def _vocabulary(path: Path):
+    """The vocabulary file ``path`` (``-``: standard input)."""
+    from nmtlib.data.vocab import Vocabulary
+    from nmtlib.files import read_lines
+
+    return Vocabulary(read_lines(path)) if is_stdin(path) else Vocabulary.load(path)
+
+
+def _result(out: Path, result: dict[str, Any], summary: dict[str, Any]) -> int:
+    """``result`` into ``out``, and ``summary`` on stdout (only the result for ``--out -``)."""
+    write_json(out, result)
+    if not is_stdin(out):
+        print(json.dumps(summary))
+    return 0
+
+
 def run_translation(args: argparse.Namespace) -> int:
-    from nmtlib.data.vocab import UNK, Vocabulary
+    from nmtlib.data.vocab import UNK
     from nmtlib.files import read_lines
     from nmtlib.metrics import check_parallel
     from nmtlib.metrics.bleu import detok_bleu, tokenized_bleu
@@ -68,6 +95,7 @@ def run_translation(args: argparse.Namespace) -> int:
     from nmtlib.metrics.ribes import corpus_ribes
     from nmtlib.metrics.window import mean_window
 
+    one_stdin(args)
     hyp_path, unk_path, details_path = (Path(f"{args.hyp}{ext}") for ext in (".txt", ".unk.txt", ".jsonl"))
     hyps, hyps_unk, refs, srcs = (read_lines(p) for p in (hyp_path, unk_path, args.ref, args.src))
     check_parallel(str(hyp_path), hyps, str(args.ref), refs)
@@ -92,7 +120,7 @@ def run_translation(args: argparse.Namespace) -> int:
     }
     if args.src_vocab and args.tgt_vocab:
         # Bahdanau et al. Table 1 "No UNK": sentences whose source and reference are in-vocabulary
-        sv, tv = Vocabulary.load(args.src_vocab), Vocabulary.load(args.tgt_vocab)
+        sv, tv = _vocabulary(args.src_vocab), _vocabulary(args.tgt_vocab)
         keep = [i for i in range(len(refs))
                 if all(w in sv.stoi for w in srcs[i].split()) and all(w in tv.stoi for w in refs[i].split())]
         result["no_unk_sentences"] = len(keep)
@@ -107,10 +135,8 @@ def run_translation(args: argparse.Namespace) -> int:
     else:
         # already segmented text (synthetic, Japanese): sacreBLEU without its own tokenizer
         result["sacrebleu"] = detok_bleu(hyps_unk, refs, tokenize="none")
-    write_json(args.out, result)
-    print(json.dumps({"bleu": result["bleu"]["bleu"], "bleu_unk": result["bleu_unk"]["bleu"],
-                      "ribes": result["ribes"], "sacrebleu": result["sacrebleu"]["signature"]}))
-    return 0
+    return _result(args.out, result, {"bleu": result["bleu"]["bleu"], "bleu_unk": result["bleu_unk"]["bleu"],
+                                      "ribes": result["ribes"], "sacrebleu": result["sacrebleu"]["signature"]})
 
 
 def _mean(values) -> float:
@@ -121,12 +147,12 @@ def _mean(values) -> float:
 def run_perplexity(args: argparse.Namespace) -> int:
     from nmtlib.cli import set_threads
     from nmtlib.data.batching import ParallelData
-    from nmtlib.data.vocab import Vocabulary
     from nmtlib.checkpoint import load_model
     from nmtlib.metrics.perplexity import perplexity
     from nmtlib.checkpoint import select_device
     from nmtlib.train.trainer import evaluate_nll
 
+    one_stdin(args)
     set_threads(args.threads)
     device = select_device(args.device)
     try:
@@ -136,7 +162,7 @@ def run_perplexity(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as err:  # OSError: a vocabulary file that cannot be read
         raise NmtlibError(str(err)) from None
     try:
-        data = ParallelData.load(args.src, args.tgt, Vocabulary.load(args.src_vocab), Vocabulary.load(args.tgt_vocab))
+        data = ParallelData.load(args.src, args.tgt, _vocabulary(args.src_vocab), _vocabulary(args.tgt_vocab))
     except (ValueError, FileNotFoundError) as err:
         raise NmtlibError(str(err)) from None
     nll, tokens = evaluate_nll(model, data, args.batch_size, device)
@@ -146,15 +172,14 @@ def run_perplexity(args: argparse.Namespace) -> int:
         raise NmtlibError(f"{args.model} on {args.src} / {args.tgt}: {err}") from None
     result = {"ppl": ppl, "nll": nll, "tokens": tokens, "dev_ppl": record["dev_ppl"],
               "step": record["step"]}
-    write_json(args.out, result)
-    print(json.dumps(result))
-    return 0
+    return _result(args.out, result, result)
 
 
 def run_alignment(args: argparse.Namespace) -> int:
     from nmtlib.files import read_lines
     from nmtlib.metrics.aer import score_aer
 
+    one_stdin(args)
     srcs, tgts = read_lines(args.src), read_lines(args.tgt)
     lengths = [(len(s.split()), len(t.split())) for s, t in zip(srcs, tgts)]
     gold = read_lines(args.gold)
@@ -167,6 +192,4 @@ def run_alignment(args: argparse.Namespace) -> int:
     result["convention"] = "footnote14"
     if args.predicted_links is not None:
         result["predicted"] = score(args.predicted_links)
-    write_json(args.out, result)
-    print(json.dumps({k: result[k] for k in ("aer", "precision", "recall")}))
-    return 0
+    return _result(args.out, result, {k: result[k] for k in ("aer", "precision", "recall")})

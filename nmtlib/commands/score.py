@@ -3,7 +3,8 @@
 Each metric prints the reference tool's own line(s) first and then one JSON object on the
 **last** line, with the score under the metric's name (``bleu`` 0-100, ``ribes``, ``aer``), so
 rules and checks can parse ``stdout.splitlines()[-1]``. Warnings go to stderr (logging). Only
-the metric modules are imported (no torch), so scoring stays fast.
+the metric modules are imported (no torch), so scoring stays fast. Any one FILE may be ``-``,
+standard input (``nmtlib translate ... | nmtlib score bleu --hyp - --ref REF``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import json
 from typing import Any
 
+from nmtlib.cli import one_stdin
 from nmtlib.metrics.ribes import ALPHA, BETA
 
 
@@ -20,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "score",
         help="score hypotheses: BLEU, RIBES, AER, BLEU by source length",
         description="Score one metric on files as its reference tool does (multi-bleu.perl, RIBES.py, "
-                    "aer.py), printing the tool's line and then JSON as the last line of stdout. "
+                    "aer.py), printing the tool's line and then JSON as the last line of stdout. Any one FILE "
+                    "may be -, standard input. "
                     "nmtlib evaluate computes every metric a table needs of one result into a JSON file "
                     "(what the workflow runs), with the same scorers.",
     )
@@ -99,6 +102,7 @@ def _emit(lines: list[str], result: dict[str, Any]) -> int:
 
 
 def _run_bleu(args: argparse.Namespace) -> int:
+    one_stdin(args)
     from nmtlib.metrics.bleu import detok_bleu_files, tokenized_bleu_files
 
     if args.tokenized:
@@ -110,6 +114,7 @@ def _run_bleu(args: argparse.Namespace) -> int:
 
 
 def _run_ribes(args: argparse.Namespace) -> int:
+    one_stdin(args)
     from nmtlib.metrics.ribes import corpus_ribes_files
 
     score = corpus_ribes_files(args.hyp, args.ref, args.case_sensitive, args.alpha, args.beta)
@@ -118,6 +123,7 @@ def _run_ribes(args: argparse.Namespace) -> int:
 
 
 def _run_aer(args: argparse.Namespace) -> int:
+    one_stdin(args)
     from nmtlib.errors import NmtlibError
     from nmtlib.metrics.aer import score_aer_files
 
@@ -131,6 +137,7 @@ def _run_aer(args: argparse.Namespace) -> int:
 
 
 def _run_buckets(args: argparse.Namespace) -> int:
+    one_stdin(args)
     from nmtlib.files import read_lines
     from nmtlib.metrics import check_parallel
     from nmtlib.metrics.buckets import bleu_by_length
