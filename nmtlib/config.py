@@ -383,9 +383,12 @@ def argparse_type(cls: type, key: str):
     return parse
 
 
-def option_help(cls: type, key: str) -> str:
+def option_help(cls: type, key: str, default_from: str | None = None) -> str:
+    """An option's help for a command-line flag, with its default; ``default_from``: where the
+    default comes from when there is one (``nmtlib translate``: the experiment's settings)."""
     f = _fields(cls)[key]
-    return f.metadata["help"] if isinstance(f.default, bool) else f"{f.metadata['help']} (default: {f.default})"
+    default = ("on" if f.default else "off") if isinstance(f.default, bool) else f.default
+    return f"{f.metadata['help']} (default: {default_from + ', else ' if default_from else ''}{default})"
 
 
 def _build(cls: type, values: dict[str, Any], where: str) -> Any:

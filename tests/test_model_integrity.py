@@ -224,8 +224,10 @@ def test_a_model_written_before_hashes_were_recorded_is_accepted_with_one_warnin
     c = tiny_corpus
     rc, err = cli(command("translate", old, c, tmp_path, c / "vocab.src", c / "vocab.tgt"), capsys)
     assert rc == 0, err
-    assert err == (f"warning: {old} records no vocabulary sha256 (written before nmtlib kept them); cannot check "
-                   f"that {c / 'vocab.src'} and {c / 'vocab.tgt'} are the vocabularies it was trained with\n")
+    # one warning, before translate's lines on what it runs
+    assert [line for line in err.splitlines() if not line.startswith("nmtlib translate: ")] == [
+        f"warning: {old} records no vocabulary sha256 (written before nmtlib kept them); cannot check "
+        f"that {c / 'vocab.src'} and {c / 'vocab.tgt'} are the vocabularies it was trained with"]
     assert (tmp_path / "test.txt").exists()
     # a vocabulary of another size cannot be the one it was trained with, hashes or not
     n_other, n_model = (len(p.read_text().splitlines()) for p in (vocabs["other"], c / "vocab.src"))

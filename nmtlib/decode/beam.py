@@ -19,6 +19,9 @@ step, the top 2K expansions per sentence, packed for one transfer) sits behind t
 :mod:`nmtlib.decode.steps`: :class:`~nmtlib.decode.steps.EagerSteps`, or
 :class:`nmtlib.decode.graphs.GraphedSearch`'s CUDA-graph replays (``decode.cuda_graphs``).
 
+With ``n_best`` > 1 a search also returns each sentence's next best finished hypotheses, best
+first (OpenNMT-py's ``-n_best``, fairseq's ``--nbest``); the search itself is the same.
+
 Each search is written as a generator (:func:`beam_search_steps`, :func:`greedy_search_steps`)
 that yields once per step, after launching the step's device work and before reading it: a
 driver can then run another search's bookkeeping while the device computes
@@ -67,6 +70,9 @@ class Hypothesis:
     scores_computed: int = 0  #: score evaluations summed over every hypothesis at every step
     hypothesis_steps: int = 0  #: number of (hypothesis, step) pairs those evaluations were spread over
     window_per_step: list[float] = field(default_factory=list)  #: mean evaluations per live hypothesis, per step
+    #: the next best finished hypotheses of the same search, best first (``n_best`` > 1; their
+    #: window fields are the search's, shared by all)
+    alternatives: list[Hypothesis] = field(default_factory=list)
 
     @property
     def average_window(self) -> float:
@@ -155,18 +161,18 @@ def greedy_search_steps(ensemble: Ensemble, batch: Batch,
 def beam_search(
     ensemble: Ensemble, batch: Batch, beam: int = DecodeConfig.beam, max_len_ratio: float = DecodeConfig.max_len_ratio,
     length_norm: bool = DecodeConfig.length_norm,
-    graphs: StepSource | None = None,
+    graphs: StepSource | None = None, n_best: int = 1,
 ) -> list[Hypothesis]:
     """Best hypothesis per sentence of ``batch`` (see the module docstring and
     :func:`beam_search_steps`)."""
-    return run_to_end(beam_search_steps(ensemble, batch, beam, max_len_ratio, length_norm, graphs))
+    return run_to_end(beam_search_steps(ensemble, batch, beam, max_len_ratio, length_norm, graphs, n_best=n_best))
 
 
 @torch.no_grad()  # on a generator: no gradients while it runs, whoever resumes it
 def beam_search_steps(
     ensemble: Ensemble, batch: Batch, beam: int = DecodeConfig.beam, max_len_ratio: float = DecodeConfig.max_len_ratio,
     length_norm: bool = DecodeConfig.length_norm,
-    graphs: StepSource | None = None, lane: int = 0,
+    graphs: StepSource | None = None, lane: int = 0, n_best: int = 1,
 ) -> Search[list[Hypothesis]]:
     """Best hypothesis per sentence of ``batch``, as a generator that yields once per step, after
     launching the step's device work and before reading it (module docstring).
@@ -181,7 +187,12 @@ def beam_search_steps(
 
     ``graphs``: replay the steps as CUDA graphs recorded per shape (:mod:`nmtlib.decode.graphs`;
     ``decode.cuda_graphs``); the same search and the same results. Searches that are in flight
-    at the same time need different ``lane`` numbers: each lane has its own graphs' buffers."""
+    at the same time need different ``lane`` numbers: each lane has its own graphs' buffers.
+
+    ``n_best``: also return the next ``n_best`` − 1 finished hypotheses of each sentence, best
+    first, as the best one's ``alternatives`` (at most ``beam``; the search is the same)."""
+    if not 1 <= n_best <= beam:
+        raise ValueError(f"n-best {n_best}: must be between 1 and the beam size ({beam})")
     B, K = batch.src.shape[0], beam
     limits = max_lengths(batch.src_lengths, max_len_ratio)
     if graphs is not None and graphs.ensemble is not ensemble:
@@ -235,7 +246,7 @@ def beam_search_steps(
         width = K
 
     host_weights = [None if w is None else w.float().cpu().numpy() for w in weights]
-    return [_backtrack(sent[b], backptrs, chosen, host_weights) for b in range(B)]
+    return [_ranked(sent[b], backptrs, chosen, host_weights, n_best) for b in range(B)]
 
 
 def _count_evaluations(st: _SentenceState, counts: list[float], scores: list[float]) -> None:
@@ -291,10 +302,21 @@ def _sentence_step(
     return rows, toks, scs
 
 
-def _backtrack(st: _SentenceState, backptrs: list[list[int]], chosen: list[list[int]], weights) -> Hypothesis:
-    best = max(st.finished, key=lambda f: f.score) if st.finished else None
-    if best is None:
+def _ranked(st: _SentenceState, backptrs: list[list[int]], chosen: list[list[int]], weights,
+            n_best: int) -> Hypothesis:
+    """The best finished hypothesis, with the next ``n_best`` − 1 as its ``alternatives``."""
+    if not st.finished:
         return Hypothesis([], float("-inf"), None, st.scores_computed, st.hypothesis_steps, st.window_per_step)
+    # a stable sort: of equal scores, the first finished ranks first (what max() picks)
+    best, *others = sorted(st.finished, key=lambda f: f.score, reverse=True)[:n_best]
+    hyp = _backtrack(st, best, backptrs, chosen, weights)
+    hyp.alternatives = [_backtrack(st, f, backptrs, chosen, weights) for f in others]
+    return hyp
+
+
+def _backtrack(st: _SentenceState, best: _Finished, backptrs: list[list[int]], chosen: list[list[int]],
+               weights) -> Hypothesis:
+    """The hypothesis that finished as ``best``: its tokens and attention, from the backpointers."""
     tokens: list[int] = []
     attn: list[np.ndarray] = []
     # the finished hypothesis chose <eos> at step `best.step` from row `best.row`

@@ -10,8 +10,13 @@ Outputs:
   sentence's batch divided by its size: exact with ``batch_size`` 1; with ``in_flight`` > 1 the
   batch's share of the wall time, :func:`nmtlib.decode.interleave.interleave`), ``scores_computed`` and
   ``avg_window`` (score evaluations per step averaged over beam hypotheses, Shu & Nakayama §5;
-  the test set's window is the mean of these, :func:`nmtlib.metrics.window.mean_window`), and
-  ``truncated_from`` on a sentence whose source was cut (below).
+  the test set's window is the mean of these, :func:`nmtlib.metrics.window.mean_window`),
+  ``truncated_from`` on a sentence whose source was cut (below), and with ``n_best`` > 1
+  ``n_best``: the sentence's best hypotheses, best first, each ``{score, length, text, unk}``
+  (``text`` as in ``.txt``, ``unk`` after replacement);
+- ``<out>.nbest.txt`` (``n_best`` > 1 only): ``id ||| translation after replacement ||| score``,
+  ``n_best`` lines per sentence (fewer where the search finished fewer), best first, ``id``
+  0-based (the n-best format of Moses).
 
 Long sources. A source line of more than ``max_src_len`` tokens (``decode.max_src_len`` of
 :class:`~nmtlib.config.DecodeConfig` unless given; ``None``: no limit) is decoded from its first ``max_src_len`` tokens: a warning on stderr
@@ -63,6 +68,7 @@ class DecodeOptions:
     tf32: bool = DecodeConfig.tf32  #: float32 matrix products in TF32 on CUDA (:func:`matmul_precision`)
     in_flight: int = DecodeConfig.in_flight  #: batches decoded at once on CUDA, their steps interleaved
     max_src_len: int | None = DecodeConfig.max_src_len  #: source tokens decoded per line, the rest cut (None: all)
+    n_best: int = 1  #: hypotheses kept per sentence, best first (Hypothesis.alternatives); at most ``beam``
 
 
 @contextlib.contextmanager
@@ -94,6 +100,8 @@ def decode_data(
     while the GPU computes another's step; on a CPU there is nothing to overlap, so one."""
     if opts.in_flight < 1:
         raise ValueError(f"decode in_flight must be at least 1, got {opts.in_flight}")
+    if opts.greedy and opts.n_best > 1:
+        raise ValueError(f"n-best {opts.n_best} needs beam search, not greedy decoding")
     if device.type == "cpu":  # freed (rows, V) blocks are reused, not faulted in afresh every step (same results)
         keep_freed_memory()
     ensemble = Ensemble(models, opts.tau)
@@ -106,7 +114,8 @@ def decode_data(
         batch = collate(data, idx).to(device)
         if opts.greedy:
             return greedy_search_steps(ensemble, batch, opts.max_len_ratio)
-        return beam_search_steps(ensemble, batch, opts.beam, opts.max_len_ratio, opts.length_norm, graphs, lane)
+        return beam_search_steps(ensemble, batch, opts.beam, opts.max_len_ratio, opts.length_norm, graphs, lane,
+                                 opts.n_best)
 
     hyps: list[Hypothesis] = [None] * len(data)  # type: ignore[list-item]
     times = [0.0] * len(data)
@@ -178,19 +187,30 @@ def output_words(h: Hypothesis, tgt_vocab: Vocabulary, source_tokens: list[str],
     return words, (replace_unknowns(words, source_tokens, h.attention, dictionary) if unk_replace else words)
 
 
+def ranked(h: Hypothesis) -> list[Hypothesis]:
+    """A sentence's hypotheses, best first: the best and its ``alternatives`` (``n_best``)."""
+    return [h, *h.alternatives]
+
+
 def translate_tokens(
     models: list[Seq2Seq], sources: list[list[str]], src_vocab: Vocabulary, tgt_vocab: Vocabulary,
     opts: DecodeOptions, device: torch.device, dictionary: dict[str, str] | None = None, unk_replace: bool = True,
     progress: bool = False,
-) -> tuple[list[list[str]], dict[int, int]]:
-    """Tokenized sentences in memory → their translations' words (after unknown-word
-    replacement when ``unk_replace``), and ``{index: tokens before the cut}`` of the sources cut
-    at ``opts.max_src_len``. ``nmtlib translate`` on text uses it; files go through
-    :func:`translate_file`."""
+) -> tuple[list[list[tuple[list[str], float]]], dict[int, int]]:
+    """Tokenized sentences in memory → per sentence its ``opts.n_best`` translations, best first,
+    as words (after unknown-word replacement when ``unk_replace``) and score; and ``{index:
+    tokens before the cut}`` of the sources cut at ``opts.max_src_len``. ``nmtlib translate`` on
+    text uses it; files go through :func:`translate_file`."""
     data = ParallelData([src_vocab.encode(tokens) for tokens in sources], None)
     truncated = truncate_sources(data, opts.max_src_len)
     hyps, _ = decode_data(models, data, opts, device, progress)
-    return [output_words(h, tgt_vocab, sources[i], dictionary, unk_replace)[1] for i, h in enumerate(hyps)], truncated
+    return [[(output_words(r, tgt_vocab, sources[i], dictionary, unk_replace)[1], r.score) for r in ranked(h)]
+            for i, h in enumerate(hyps)], truncated
+
+
+def nbest_line(index: int, translation: str, score: float) -> str:
+    """One line of an n-best list: ``id ||| translation ||| score`` (Moses' format, no features)."""
+    return f"{index} ||| {translation} ||| {score:.4f}"
 
 
 def translate_file(
@@ -211,6 +231,16 @@ def translate_file(
     nothing); ``dictionary`` is used only when it is True."""
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
     models, src_vocab, tgt_vocab, _ = load_models(model_paths, device, src_vocab_path, tgt_vocab_path)
+    return translate_loaded(models, src_vocab, tgt_vocab, src_path, out_prefix, opts, dictionary, device, progress,
+                            unk_replace)
+
+
+def translate_loaded(
+    models: list[Seq2Seq], src_vocab: Vocabulary, tgt_vocab: Vocabulary, src_path: Path, out_prefix: Path,
+    opts: DecodeOptions, dictionary: dict[str, str] | None, device: torch.device, progress: bool = True,
+    unk_replace: bool = True,
+) -> dict[str, Any]:
+    """:func:`translate_file` with the models loaded (:func:`load_models`)."""
     data = ParallelData.load(src_path, None, src_vocab, tgt_vocab)
     truncated = limit_source_lengths(data, opts.max_src_len, src_path, out_prefix)  # {line index: tokens}
     source_tokens = [line.split() for line in read_lines(src_path)]
@@ -218,9 +248,11 @@ def translate_file(
 
     device_name = (f"cuda: {torch.cuda.get_device_name(device)}" if device.type == "cuda"
                    else f"cpu ({torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''})")
-    plain, replaced, details = [], [], []
+    plain, replaced, details, nbest = [], [], [], []
     for i, (h, ms) in enumerate(zip(hyps, times)):
-        words, after = output_words(h, tgt_vocab, source_tokens[i], dictionary, unk_replace)
+        # per hypothesis, best first: its words before and after unknown-word replacement
+        outputs = [output_words(r, tgt_vocab, source_tokens[i], dictionary, unk_replace) for r in ranked(h)]
+        words, after = outputs[0]
         plain.append(" ".join(words))
         replaced.append(" ".join(after))
         details.append({
@@ -228,10 +260,15 @@ def translate_file(
             "device": device_name, "scores_computed": h.scores_computed, "hypothesis_steps": h.hypothesis_steps, "avg_window": round(h.average_window, 4),
             "window_per_step": [round(x, 3) for x in h.window_per_step],
             **({"truncated_from": truncated[i]} if i in truncated else {}),
+            **({"n_best": [{"score": round(r.score, 4), "length": len(w), "text": " ".join(w), "unk": " ".join(a)}
+                           for r, (w, a) in zip(ranked(h), outputs)]} if opts.n_best > 1 else {}),
         })
+        nbest += [nbest_line(i, " ".join(a), r.score) for r, (_, a) in zip(ranked(h), outputs)]
     write_lines(Path(f"{out_prefix}.txt"), plain)
     write_lines(Path(f"{out_prefix}.unk.txt"), replaced)
     write_lines(Path(f"{out_prefix}.jsonl"), [json.dumps(d) for d in details])
+    if opts.n_best > 1:
+        write_lines(Path(f"{out_prefix}.nbest.txt"), nbest)
     steps = sum(d["length"] + 1 for d in details)
     return {
         "sentences": len(hyps),

@@ -22,20 +22,26 @@ def translate_inputs(wildcards):
 
 
 # The experiment's decoding options of each variant, beside its models: `nmtlib translate` on a
-# model of these results decodes as the experiment did (beam, length limit, unk replacement; τ = ∞).
+# model of these results decodes as the experiment did (beam, length limit, normalisation, unk
+# replacement and its dictionary, by path and sha256; τ = ∞): byte for byte the `.unk.txt` of
+# rule translate at its first setting.
 rule decode_settings:
+    input:
+        dictionary=lambda w: [dictionary()] if dictionary_option(w) else [],
     output:
         f"{R}/models/{{variant}}/decode.json",
     params:
         settings=lambda w: json.dumps(run_settings(decode_config(w.variant), decode_settings(w.variant)[0]),
                                       sort_keys=True),
+        dictionary=dictionary_option,
     log:
         f"{LOGS}/decode_settings/{{variant}}.log",
     resources:
         mem_mb=500,
         runtime=5,
     shell:
-        "{NMTLIB} translate --decode-json {params.settings:q} --save-settings {output:q} > {log:q} 2>&1"
+        "{NMTLIB} translate --decode-json {params.settings:q} {params.dictionary} --save-settings {output:q}"
+        " > {log:q} 2>&1"
 
 
 rule translate:
