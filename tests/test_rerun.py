@@ -9,10 +9,12 @@ comment above ``checkpoint build_vocab`` in workflow/rules/prepare.smk.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,63 @@ def test_a_vocabulary_whose_content_changes_retrains(work, tmp_path):
     for v in VARIANTS:
         key = f"{EXP}/models/{v}/seed1/model.pt"
         assert after[key][1] != models[key][1], f"{v} was not retrained with the new vocabulary"
+
+
+# --- results copied, restored or moved (issue #42, item 4) ----------------------------------
+
+#: a variant added to the tiny experiment, and the jobs it alone needs
+NEW = "local-m-dot"
+NEW_JOBS = ["all", "decode_settings", "export_attention", "make_report", "score_alignment", "score_translation",
+            "test_perplexity", "train_model", "translate"]
+
+
+def with_new_variant(config: dict) -> None:
+    config["variants"][NEW] = {"embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "local-m",
+                               "score": "dot", "window": 3}
+
+
+def copied_results(finished: Path, to: Path, keep_times: bool) -> Path:
+    """``results/`` alone (no ``.snakemake/``), as ``cp -a`` (times kept) or ``cp -r`` copies it."""
+    to.mkdir()
+    shutil.copytree(finished / "results", to / "results", symlinks=True,
+                    copy_function=shutil.copy2 if keep_times else shutil.copy)
+    return to
+
+
+def contents(files: dict[str, tuple[int, str]]) -> dict[str, str]:
+    return {path: sha for path, (_, sha) in files.items()}
+
+
+def test_a_new_variant_in_results_copied_without_snakemakes_records_trains_alone(finished, tmp_path):
+    work = copied_results(finished, tmp_path / "copy", keep_times=True)
+    assert not (work / ".snakemake").exists()
+    models = model_files(work)
+    run = snakemake(work, config_file(tmp_path / "new.yaml", with_new_variant))
+    assert run.returncode == 0, run.stderr[-3000:]
+    log = run.stdout + run.stderr
+    assert sorted(jobs_run(log)) == NEW_JOBS, jobs_run(log)  # before: decode_settings and all, no training
+    assert "wildcards: variant=local-m-dot, seed=1" in log
+    assert model_files(work) == models  # the trained models untouched: same bytes, same times
+    assert NEW in (work / EXP / "tables" / "summary.csv").read_text()
+
+
+def test_results_whose_times_were_lost_are_marked_up_to_date_with_touch(finished, tmp_path):
+    work = copied_results(finished, tmp_path / "copy", keep_times=False)
+    # the times of a copy follow the order it copied in: here the vocabularies came last
+    copied = time.time() - 100
+    for path in (work / "results").rglob("*"):
+        os.utime(path, (copied, copied + 50 * (path.parent.name == "vocab")))
+    models = model_files(work)
+    same = config_file(tmp_path / "same.yaml")
+    plain = snakemake(work, same, "-n", "--quiet", "rules")  # without --touch: every model trained again
+    planned = plain.stdout + plain.stderr
+    assert plain.returncode == 0 and re.search(rf"^train_model\s+{len(VARIANTS)}$", planned, re.M), planned
+    touch = snakemake(work, same, "--touch")
+    assert touch.returncode == 0, touch.stderr[-3000:]
+    assert contents(model_files(work)) == contents(models)  # touched, not remade
+    again = snakemake(work, same, "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr
+    run = snakemake(work, config_file(tmp_path / "new.yaml", with_new_variant))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted(jobs_run(run.stdout + run.stderr)) == NEW_JOBS
+    assert contents(model_files(work)) == contents(models)

@@ -158,4 +158,8 @@ def final_outputs():
         *[f"{R}/figures/{f}.png" for f in REPORT_FIGURES],
         # what `nmtlib translate --model results/<exp>/models/<variant>/seed1/model.pt` decodes with
         *[f"{R}/models/{v}/decode.json" for v in VARIANTS],
+        # every result the tables read, so that a new variant is planned from its missing files alone:
+        # without .snakemake/ (results copied or restored) nothing else says that the tables, which
+        # exist and are newer than their inputs, must be made again (Snakemake's params trigger)
+        *score_files(), *ppl_files(), *aer_files(), *attention_files(),
     ]
