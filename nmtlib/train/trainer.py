@@ -341,7 +341,10 @@ class Trainer:
             lr = learning_rate(cfg, epoch)
             set_lr(optimizer, lr)
             batches = length_sorted_batches(self.train_data, cfg.batch_size, self.seed, epoch)
-            bar = tqdm(total=len(batches), initial=batch_index, desc=f"{self.variant.name} epoch {epoch}",
+            # under max_steps the epoch ends where the steps do: the bar's total (and time left) says so
+            last_batch = (min(len(batches), batch_index + max(0, cfg.max_steps - step)) if cfg.max_steps
+                          else len(batches))
+            bar = tqdm(total=last_batch, initial=batch_index, desc=f"{self.variant.name} epoch {epoch}",
                        unit="batch", disable=not self.progress, file=sys.stderr, dynamic_ncols=True,
                        mininterval=0.1 if sys.stderr.isatty() else 30)  # log files get a line per 30 s
             # sums of the epoch so far: a resumed epoch goes on from the checkpoint's (None: unknown)
