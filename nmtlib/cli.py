@@ -61,13 +61,50 @@ def add_forced_decoding_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=Path, required=True, help="model.pt")
     parser.add_argument("--src", type=Path, required=True, help="tokenized source, one sentence per line")
     parser.add_argument("--tgt", type=Path, required=True, help="tokenized reference, line-parallel to --src")
-    parser.add_argument("--src-vocab", type=Path, required=True, help="the model's source vocabulary")
-    parser.add_argument("--tgt-vocab", type=Path, required=True, help="the model's target vocabulary")
+    parser.add_argument("--src-vocab", type=Path, default=None,
+                        help="the model's source vocabulary, checked against it (default: the one model.pt carries)")
+    parser.add_argument("--tgt-vocab", type=Path, default=None,
+                        help="the model's target vocabulary (default: the one model.pt carries)")
     parser.add_argument("--batch-size", type=positive_int, default=64, metavar="N",
                         help="sentences per batch (default: 64)")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
                         help="auto: CUDA when available (default: auto)")
     add_threads_argument(parser)
+
+
+def load_vocabulary(path):
+    """The vocabulary file ``path`` (``-``: standard input).
+
+    :raises ValueError: naming the file, when it is not a vocabulary."""
+    from nmtlib.data.vocab import Vocabulary
+    from nmtlib.files import is_stdin, read_lines
+
+    return Vocabulary(read_lines(path)) if is_stdin(path) else Vocabulary.load(path)
+
+
+def load_forced_decoding_inputs(args: argparse.Namespace, device):
+    """The model, its record and the parallel text that :func:`add_forced_decoding_arguments` name:
+    the text encoded with the vocabulary files given (checked against the model; ``-`` is standard
+    input) or, without them, with those model.pt carries (as ``nmtlib translate`` does).
+
+    :raises NmtlibError: in one line, naming the file."""
+    from nmtlib.checkpoint import embedded_vocabularies, load_model
+    from nmtlib.data.batching import ParallelData
+
+    if (args.src_vocab is None) != (args.tgt_vocab is None):
+        raise NmtlibError("give both vocabulary files (--src-vocab and --tgt-vocab), or neither for the model's own")
+    try:
+        # unreadable, not a model, a pickle payload, or vocabularies other than the model's:
+        # checkpoint.CheckpointError (a ValueError) names the files in one line
+        model, record = load_model(args.model, device, args.src_vocab, args.tgt_vocab)
+        if args.src_vocab is None:
+            src_vocab, tgt_vocab = embedded_vocabularies(record, args.model)
+        else:
+            src_vocab, tgt_vocab = load_vocabulary(args.src_vocab), load_vocabulary(args.tgt_vocab)
+        data = ParallelData.load(args.src, args.tgt, src_vocab, tgt_vocab)
+    except (ValueError, OSError) as err:  # OSError: a file that cannot be read
+        raise NmtlibError(str(err)) from None
+    return model, record, data
 
 
 def add_threads_argument(parser: argparse.ArgumentParser) -> None:

@@ -110,3 +110,21 @@ def test_evaluate_perplexity_reads_the_model_the_text_or_a_vocabulary_from_stdin
                            input=given[stdin_arg].read_bytes(), capture_output=True, cwd=ROOT, timeout=300)
     assert on_files.returncode == piped.returncode == 0, piped.stderr.decode()
     assert json.loads(piped.stdout) == json.loads(on_files.stdout) and json.loads(piped.stdout)["ppl"] > 1
+
+
+def test_align_and_perplexity_use_the_vocabularies_the_model_carries(tiny_corpus, model, tmp_path):
+    """As ``nmtlib translate`` does: ``--src-vocab``/``--tgt-vocab`` may be left out."""
+    vocabs = ["--src-vocab", str(tiny_corpus / "vocab.src"), "--tgt-vocab", str(tiny_corpus / "vocab.tgt")]
+    text = ["--src", str(tiny_corpus / "test.src"), "--tgt", str(tiny_corpus / "test.tgt"), "--threads", "1"]
+    for name, extra in (("given", vocabs), ("carried", [])):
+        ppl = nmtlib("evaluate", "perplexity", "--model", str(model), *text, "--out", "-", *extra)
+        align = nmtlib("align", "--model", str(model), *text, "--out", str(tmp_path / f"{name}.npz"),
+                       "--links-out", str(tmp_path / f"{name}.links"), *extra)
+        assert ppl.returncode == align.returncode == 0, ppl.stderr + align.stderr
+        (tmp_path / f"{name}.json").write_text(ppl.stdout)
+    assert json.loads((tmp_path / "given.json").read_text()) == json.loads((tmp_path / "carried.json").read_text())
+    assert (tmp_path / "given.links").read_text() == (tmp_path / "carried.links").read_text()
+    one = nmtlib("align", "--model", str(model), *text, "--out", str(tmp_path / "x.npz"), "--links-out",
+                 str(tmp_path / "x.links"), *vocabs[:2])
+    assert one.returncode == 2 and one.stderr == ("nmtlib align: error: give both vocabulary files (--src-vocab and "
+                                                  "--tgt-vocab), or neither for the model's own\n")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from nmtlib.atomic import atomic_write
-from nmtlib.cli import add_forced_decoding_arguments
+from nmtlib.cli import add_forced_decoding_arguments, load_forced_decoding_inputs
 from nmtlib.errors import NmtlibError
 
 
@@ -29,25 +29,14 @@ def run(args: argparse.Namespace) -> int:
     set_threads(args.threads)
     import numpy as np
 
-    from nmtlib.data.batching import ParallelData
-    from nmtlib.data.vocab import Vocabulary
     from nmtlib.decode.forced import alignment_rows, forced_attention
     from nmtlib.metrics.aer import alignments_from_attention, format_links
-    from nmtlib.checkpoint import load_model
     from nmtlib.checkpoint import select_device
 
     device = select_device(args.device)
-    try:
-        # an unreadable file, or vocabularies other than the model's, is one line naming the files
-        model, _ = load_model(args.model, device, args.src_vocab, args.tgt_vocab)
-    except (ValueError, OSError) as err:
-        raise NmtlibError(str(err)) from None
+    model, _, data = load_forced_decoding_inputs(args, device)
     if not model.has_attention:
         raise NmtlibError(f"{args.model}: a model without attention has no alignments to export")
-    try:
-        data = ParallelData.load(args.src, args.tgt, Vocabulary.load(args.src_vocab), Vocabulary.load(args.tgt_vocab))
-    except (ValueError, FileNotFoundError) as err:
-        raise NmtlibError(str(err)) from None
     matrices = forced_attention(model, data, args.batch_size, device)
     # whole files or none: an interrupted run leaves no half file that a rerun would take as done
     with atomic_write(args.out, binary=True) as f:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from nmtlib.atomic import write_json
-from nmtlib.cli import add_forced_decoding_arguments, one_stdin, plain_text
+from nmtlib.cli import (add_forced_decoding_arguments, load_forced_decoding_inputs, load_vocabulary, one_stdin,
+                        plain_text)
 from nmtlib.errors import NmtlibError
 from nmtlib.files import is_stdin
 
@@ -70,14 +71,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.set_defaults(func=run_alignment)
 
 
-def _vocabulary(path: Path):
-    """The vocabulary file ``path`` (``-``: standard input)."""
-    from nmtlib.data.vocab import Vocabulary
-    from nmtlib.files import read_lines
-
-    return Vocabulary(read_lines(path)) if is_stdin(path) else Vocabulary.load(path)
-
-
 def _result(out: Path, result: dict[str, Any], summary: dict[str, Any]) -> int:
     """``result`` into ``out``, and ``summary`` on stdout (only the result for ``--out -``)."""
     write_json(out, result)
@@ -120,7 +113,7 @@ def run_translation(args: argparse.Namespace) -> int:
     }
     if args.src_vocab and args.tgt_vocab:
         # Bahdanau et al. Table 1 "No UNK": sentences whose source and reference are in-vocabulary
-        sv, tv = _vocabulary(args.src_vocab), _vocabulary(args.tgt_vocab)
+        sv, tv = load_vocabulary(args.src_vocab), load_vocabulary(args.tgt_vocab)
         keep = [i for i in range(len(refs))
                 if all(w in sv.stoi for w in srcs[i].split()) and all(w in tv.stoi for w in refs[i].split())]
         result["no_unk_sentences"] = len(keep)
@@ -146,8 +139,6 @@ def _mean(values) -> float:
 
 def run_perplexity(args: argparse.Namespace) -> int:
     from nmtlib.cli import set_threads
-    from nmtlib.data.batching import ParallelData
-    from nmtlib.checkpoint import load_model
     from nmtlib.metrics.perplexity import perplexity
     from nmtlib.checkpoint import select_device
     from nmtlib.train.trainer import evaluate_nll
@@ -155,16 +146,7 @@ def run_perplexity(args: argparse.Namespace) -> int:
     one_stdin(args)
     set_threads(args.threads)
     device = select_device(args.device)
-    try:
-        # unreadable, not a model, a pickle payload, or vocabularies other than the model's:
-        # checkpoint.CheckpointError (a ValueError) names the files in one line
-        model, record = load_model(args.model, device, args.src_vocab, args.tgt_vocab)
-    except (ValueError, OSError) as err:  # OSError: a vocabulary file that cannot be read
-        raise NmtlibError(str(err)) from None
-    try:
-        data = ParallelData.load(args.src, args.tgt, _vocabulary(args.src_vocab), _vocabulary(args.tgt_vocab))
-    except (ValueError, FileNotFoundError) as err:
-        raise NmtlibError(str(err)) from None
+    model, record, data = load_forced_decoding_inputs(args, device)
     nll, tokens = evaluate_nll(model, data, args.batch_size, device)
     try:
         ppl = perplexity(nll, tokens)
