@@ -15,8 +15,17 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from nmtlib.errors import NmtlibError
+
+if TYPE_CHECKING:  # imported where used: `nmtlib score` does not pay for torch
+    import torch
+
+    from nmtlib.data.batching import ParallelData
+    from nmtlib.data.vocab import Vocabulary
+    from nmtlib.models.seq2seq import Seq2Seq
 
 #: sub-command modules under ``nmtlib.commands``, in the order ``--help`` lists them
 COMMANDS: tuple[str, ...] = (
@@ -56,8 +65,6 @@ positive_int = int_at_least(1)
 def add_forced_decoding_arguments(parser: argparse.ArgumentParser) -> None:
     """The inputs of a command that runs a model over source and reference (``align``,
     ``evaluate perplexity``): the model, the parallel text, its vocabularies, batch and device."""
-    from pathlib import Path
-
     parser.add_argument("--model", type=Path, required=True, help="model.pt")
     parser.add_argument("--src", type=Path, required=True, help="tokenized source, one sentence per line")
     parser.add_argument("--tgt", type=Path, required=True, help="tokenized reference, line-parallel to --src")
@@ -72,7 +79,7 @@ def add_forced_decoding_arguments(parser: argparse.ArgumentParser) -> None:
     add_threads_argument(parser)
 
 
-def load_vocabulary(path):
+def load_vocabulary(path: str | Path) -> Vocabulary:
     """The vocabulary file ``path`` (``-``: standard input).
 
     :raises ValueError: naming the file, when it is not a vocabulary."""
@@ -82,7 +89,8 @@ def load_vocabulary(path):
     return Vocabulary(read_lines(path)) if is_stdin(path) else Vocabulary.load(path)
 
 
-def load_forced_decoding_inputs(args: argparse.Namespace, device):
+def load_forced_decoding_inputs(args: argparse.Namespace,
+                                device: torch.device) -> tuple[Seq2Seq, dict[str, Any], ParallelData]:
     """The model, its record and the parallel text that :func:`add_forced_decoding_arguments` name:
     the text encoded with the vocabulary files given (checked against the model; ``-`` is standard
     input) or, without them, with those model.pt carries (as ``nmtlib translate`` does).
