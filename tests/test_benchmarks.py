@@ -200,3 +200,16 @@ def test_gpu_share_runs_jobs_side_by_side(tmp_path):
     for r in results:
         assert r["total_tgt_tokens_per_s"] == pytest.approx(sum(r["per_job_tgt_tokens_per_s"]))
     assert "| 1 | " in proc.stdout and "| 2 | " in proc.stdout
+
+
+def test_bf16_parity_verdicts_follow_the_issues_rule():
+    """|mean bf16 − mean fp32| ≤ max(0.5, the larger seed spread): worked out by hand below."""
+    from bf16_parity import verdict
+
+    assert verdict([37.0, 37.2], [36.8, 36.6]) == ("parity", pytest.approx(-0.4), 0.5)
+    # a 1.0 difference against seeds 2.0 apart (sd 1.414): within the spread
+    word, diff, limit = verdict([30.0, 32.0], [32.0, 32.0])
+    assert (word, diff, limit) == ("parity", pytest.approx(1.0), pytest.approx(2 ** 0.5))
+    assert verdict([34.0, 34.1], [31.2, 31.3])[0] == "no parity"
+    assert verdict([34.0], [33.0])[0] == "no parity so far (one seed)"
+    assert verdict([], [33.0])[0] == "not yet: models missing"
