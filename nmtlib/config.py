@@ -458,15 +458,24 @@ def resolve_variant(
     return VariantConfig(name, model, train, decode, finetune_from, description, paper_row)
 
 
-def _check_owner(key: str, attention: str, where: str) -> None:
-    """``key`` (``window``, ``train.beta``, …) is set: fail unless it belongs to ``attention`` or
-    to no mechanism (:func:`nmtlib.registry.option_owners`)."""
+def owner_error(key: str, attention: str) -> str | None:
+    """Why ``key`` (``window``, ``train.beta``, ``decode.taus``, …) cannot be set on a model with
+    ``attention``: it belongs to other mechanisms (:func:`nmtlib.registry.option_owners`); None
+    when it belongs to ``attention`` or to none. The one check of a variant's options and of
+    ``nmtlib translate --tau``."""
     owners = option_owners().get(key)
-    if owners and attention not in owners:
-        section, _, name = key.rpartition(".")
-        cls = {"": ModelConfig, "train": TrainConfig, "decode": DecodeConfig}[section]
-        raise ConfigError(f"{where}.{key} ({_fields(cls)[name].metadata['help']}) belongs to attention "
-                          f"{' / '.join(repr(o) for o in owners)}, not {attention!r}")
+    if not owners or attention in owners:
+        return None
+    section, _, name = key.rpartition(".")
+    cls = {"": ModelConfig, "train": TrainConfig, "decode": DecodeConfig}[section]
+    return (f"{key} ({_fields(cls)[name].metadata['help']}) belongs to attention "
+            f"{' / '.join(repr(o) for o in owners)}, not {attention!r}")
+
+
+def _check_owner(key: str, attention: str, where: str) -> None:
+    """``key`` is set: fail unless it belongs to ``attention`` or to no mechanism (:func:`owner_error`)."""
+    if (why := owner_error(key, attention)) is not None:
+        raise ConfigError(f"{where}.{why}")
 
 
 def _check_model(m: ModelConfig, given: dict[str, Any], where: str) -> None:

@@ -948,3 +948,69 @@ def test_a_killed_driver_leaves_a_lock_that_unlock_clears(interrupted_workflow):
     assert "translate" in rules and "train_model" not in rules, (finish.stdout + finish.stderr)[-3000:]
     assert not _incomplete(w.work)
     assert (w.work / "results/tiny/translations/global-general-feed/seed1/test.beam2.txt").is_file()
+
+
+# == Settings that do not apply, and what is reported (issue #41, item 4) ======================
+
+@pytest.fixture(scope="module")
+def global_model(tiny_corpus, tmp_path_factory) -> Path:
+    """A tiny model with global attention (no Flexible Attention), trained as a real process."""
+    from conftest import TINY_TRAIN_SPEC, train_tiny_model
+
+    return train_tiny_model(tiny_corpus, tmp_path_factory.mktemp("global"), TINY_TRAIN_SPEC)
+
+
+def nmtlib_run(*args: str | Path, stdin: bytes | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """``nmtlib`` as a user runs it: a real process, bytes in, text out."""
+    run = subprocess.run([sys.executable, "-m", "nmtlib", *map(str, args)], input=stdin, capture_output=True,
+                         cwd=cwd, timeout=300)
+    return subprocess.CompletedProcess(run.args, run.returncode, run.stdout.decode("utf-8", "replace"),
+                                       run.stderr.decode("utf-8", "replace"))
+
+
+def test_tau_on_a_model_without_flexible_attention_is_refused_as_the_config_refuses_it(global_model, tiny_corpus,
+                                                                                      tmp_path):
+    """Before: the banner said τ 0.5 and the output was the τ = ∞ output, exit 0."""
+    run = nmtlib_run("translate", "--model", global_model, "--tokenized", "--tau", "0.5", "--threads", "1",
+                     stdin=b"a b c\n")
+    assert run.returncode == 2 and run.stdout == "" and len(run.stderr.splitlines()) == 1, run.stderr
+    config = write_yaml(tmp_path / "config.yaml", tiny_config(
+        lambda c: c["variants"]["global-general-feed"].update(decode={"taus": [0.5]})))
+    dry = snakemake(tmp_path / "work", "-n", "--configfile", str(config))
+    reason = ("decode.taus (Flexible Attention thresholds τ to decode with, besides τ = ∞")
+    assert run.stderr.startswith(f"nmtlib translate: error: τ 0.5 does not apply to {global_model}: {reason}")
+    assert "belongs to attention 'flexible', not 'global'" in run.stderr
+    # the same check, word for word, as the config's
+    assert dry.returncode != 0 and f"variants.global-general-feed.{reason}" in dry.stderr
+    assert run.stderr.split(": ", 3)[-1].strip() in dry.stderr
+
+
+def test_greedy_with_another_beam_is_refused_and_greedy_reports_beam_1(global_model, tiny_corpus, tmp_path):
+    """Before: ``--greedy --beam 7`` decoded greedily while the banner, the summary and the saved
+    settings said beam 7."""
+    common = ["translate", "--model", global_model, "--src", tiny_corpus / "test.src", "--threads", "1",
+              "--no-progress"]
+    both = nmtlib_run(*common, "--greedy", "--beam", "7", "--out", tmp_path / "both")
+    assert both.returncode == 2 and both.stderr == ("nmtlib translate: error: --greedy decodes with beam 1, but beam 7 "
+                                                    "comes from --beam: give one of them\n")
+    assert not list(tmp_path.glob("both*"))
+    greedy = nmtlib_run(*common, "--greedy", "--out", tmp_path / "greedy")
+    beam1 = nmtlib_run(*common, "--beam", "1", "--out", tmp_path / "beam1")
+    assert greedy.returncode == beam1.returncode == 0, greedy.stderr + beam1.stderr
+    assert "from flags: beam 1" in greedy.stderr and json.loads(greedy.stdout)["beam"] == 1
+    assert (tmp_path / "greedy.txt").read_text() == (tmp_path / "beam1.txt").read_text()
+
+
+def test_blank_input_lines_give_empty_output_lines(global_model, tiny_corpus):
+    """Before: each blank line got a sentence the model made up (its output for ``<eos>`` alone)."""
+    sentence = read_first_line(tiny_corpus / "test.src")
+    common = ["translate", "--model", global_model, "--tokenized", "--threads", "1", "--no-progress"]
+    alone = nmtlib_run(*common, stdin=f"{sentence}\n".encode())
+    mixed = nmtlib_run(*common, stdin=f"\n   \n{sentence}\n\n".encode())
+    assert alone.returncode == mixed.returncode == 0, alone.stderr + mixed.stderr
+    assert alone.stdout.strip() != ""
+    assert mixed.stdout == f"\n\n{alone.stdout}\n"
+
+
+def read_first_line(path: Path) -> str:
+    return path.read_text(encoding="utf-8").split("\n", 1)[0]

@@ -10,6 +10,11 @@ Two ways in:
 - files (--out PREFIX, what the workflow runs): a tokenized --src in, PREFIX.txt,
   PREFIX.unk.txt and PREFIX.jsonl (per-sentence details) out.
 
+A blank input line gives an empty output line: there is nothing to translate, and the models
+are not run on it. --greedy is beam 1 (another --beam beside it is an error), and --tau needs a
+model with Flexible Attention (as the config requires): what the banner and the summary report
+is what runs.
+
 --n-best K keeps the K best hypotheses of each sentence, best first: text mode prints K lines
 ``id ||| translation ||| score`` per sentence (id 0-based), files mode adds them to each
 PREFIX.jsonl record and writes PREFIX.nbest.txt in that format.
@@ -71,7 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"tau (what the workflow passes; default: {DEFAULT_FROM} when there is one); a flag given "
                         "beside it wins")
     _decode_flags(p)
-    p.add_argument("--greedy", action="store_true", help="plain argmax decoding (same output as --beam 1)")
+    p.add_argument("--greedy", action="store_true",
+                   help="plain argmax decoding: beam 1, the same output as --beam 1 (another --beam beside it is an error)")
     p.add_argument("--tau", type=argparse_type(DecodeConfig, "taus"), default=None,
                    help=f"Flexible Attention threshold τ, a positive number (default: {DEFAULT_FROM}, else ∞, no "
                         f"threshold)")
@@ -236,7 +242,15 @@ def run(args: argparse.Namespace) -> int:
         raise NmtlibError("give the model to translate with: --model PATH/model.pt")
     if args.out is not None and args.src is None:
         raise NmtlibError("--out translates a file: give it with --src")
-    if not args.greedy and args.n_best > settings["beam"]:
+    if args.greedy:  # greedy search is beam 1: a beam given beside it would be reported, not run
+        if settings["beam"] != 1 and sources["beam"] in ("flags", "--decode-json"):
+            raise NmtlibError(f"--greedy decodes with beam 1, but beam {settings['beam']} comes from "
+                              f"{'--beam' if sources['beam'] == 'flags' else '--decode-json'}: give one of them")
+        if args.n_best > 1:
+            raise NmtlibError(f"--n-best {args.n_best} needs beam search: not with --greedy")
+        # the experiment's or the default beam gives way: what is reported is what runs
+        settings["beam"], sources["beam"] = 1, "flags"
+    if args.n_best > settings["beam"]:
         raise NmtlibError(f"--n-best {args.n_best}: at most the beam size, {settings['beam']} "
                           f"({sources['beam']}); give --beam {args.n_best} or more")
     from nmtlib.cli import set_threads
@@ -252,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
                          **{key: settings[key] for key in (*_FLAGS, "tau") if key != "unk_replace"})
     try:
         device = select_device(args.device)
-        loaded = load_models(args.model, device, args.src_vocab, args.tgt_vocab)
+        loaded = load_models(args.model, device, args.src_vocab, args.tgt_vocab, settings["tau"])
         dictionary = load_dictionary(settings["dictionary"]) if settings["dictionary"] and settings["unk_replace"] \
             else None
         # what runs, once the models and the dictionary are known to load (an error is one line)

@@ -25,6 +25,10 @@ The output keeps one line per input line; nothing fails and nothing is dropped. 
 every step's attention for unknown-word replacement, K·(r·L + 10)·L floats for a source of L
 tokens at beam K and ``max_len_ratio`` r: 6 MB at L = 250, K = 12, r = 2, but up to 1 TB at
 L = 100,000.
+
+Empty sources. An empty (or blank) source line has nothing to translate: its output is an empty
+line, with score 0, length 0 and no step (window 0), and the models are not run on it; a model
+run on no words would still write a sentence of its own (what it says for ``<eos>`` alone).
 """
 
 from __future__ import annotations
@@ -37,12 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
 from nmtlib.atomic import write_lines
 from nmtlib.checkpoint import embedded_vocabularies, load_model
-from nmtlib.config import DecodeConfig
+from nmtlib.config import DecodeConfig, owner_error
 from nmtlib.data.batching import ParallelData, collate, truncate_sources
 from nmtlib.data.vocab import EOS_ID, Vocabulary
 from nmtlib.decode.beam import Hypothesis, Search, beam_search_steps, greedy_search_steps
@@ -107,7 +112,8 @@ def decode_data(
     ensemble = Ensemble(models, opts.tau)
     # steps that read values on the host (FlexibleAttention.host_bounds) run eagerly: GraphedSteps.search
     graphs = GraphedSteps(ensemble) if opts.cuda_graphs and device.type == "cuda" and not opts.greedy else None
-    order = sorted(range(len(data)), key=lambda i: (len(data.src[i]), i))
+    # an empty source is answered by an empty output, not decoded (the module's docstring)
+    order = sorted((i for i in range(len(data)) if data.src[i]), key=lambda i: (len(data.src[i]), i))
     batches = [order[start : start + opts.batch_size] for start in range(0, len(order), opts.batch_size)]
 
     def search(idx: list[int], lane: int) -> Search[list[Hypothesis]]:
@@ -117,9 +123,10 @@ def decode_data(
         return beam_search_steps(ensemble, batch, opts.beam, opts.max_len_ratio, opts.length_norm, graphs, lane,
                                  opts.n_best)
 
-    hyps: list[Hypothesis] = [None] * len(data)  # type: ignore[list-item]
+    hyps: list[Hypothesis] = [Hypothesis([], 0.0, np.zeros((1, 0), np.float32)) if not data.src[i] else None
+                              for i in range(len(data))]  # type: ignore[misc]
     times = [0.0] * len(data)
-    bar = tqdm(total=len(data), unit="sent", desc="translate", disable=not progress)
+    bar = tqdm(total=len(order), unit="sent", desc="translate", disable=not progress)
     in_flight = opts.in_flight if device.type == "cuda" else 1
     with matmul_precision(opts.tf32, device):
         # a search's last step is read on the host, so its seconds include all its device work
@@ -158,18 +165,25 @@ def limit_source_lengths(data: ParallelData, max_src_len: int | None, src_path: 
 
 def load_models(
     model_paths: list[Path], device: torch.device, src_vocab_path: Path | None = None, tgt_vocab_path: Path | None = None,
+    tau: float | None = None,
 ) -> tuple[list[Seq2Seq], Vocabulary, Vocabulary, dict[str, Any]]:
     """The models of an ensemble, the vocabularies they decode with and the first one's record.
 
     With vocabulary files, every model must have been trained with them
     (:func:`~nmtlib.checkpoint.check_vocabularies`); without, the vocabularies the model files
-    carry are used, and must be the same in every member."""
+    carry are used, and must be the same in every member. A threshold ``tau`` needs a member
+    whose attention takes it (the config's check, :func:`~nmtlib.config.owner_error`): on the
+    others it would change nothing while the run reports it."""
     if (src_vocab_path is None) != (tgt_vocab_path is None):
         raise ValueError("give both vocabulary files (--src-vocab and --tgt-vocab) or neither")
     if src_vocab_path is not None:  # and so tgt_vocab_path; files that are no vocabulary are named first
         src_vocab, tgt_vocab = Vocabulary.load(src_vocab_path), Vocabulary.load(tgt_vocab_path)
     loaded = [load_model(p, device, src_vocab_path, tgt_vocab_path) for p in model_paths]
     models, record = [m for m, _ in loaded], loaded[0][1]
+    if tau is not None:
+        refusals = [owner_error("decode.taus", r["variant"]["model"].get("attention", "none")) for _, r in loaded]
+        if all(refusals):  # no member takes τ
+            raise ValueError(f"τ {tau:g} does not apply to {', '.join(map(str, model_paths))}: {refusals[0]}")
     if src_vocab_path is not None:
         return models, src_vocab, tgt_vocab, record
     vocabs = [embedded_vocabularies(r, p) for p, (_, r) in zip(model_paths, loaded)]
