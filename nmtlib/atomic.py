@@ -1,8 +1,20 @@
-"""Files that appear whole or not at all.
+"""Files that appear whole or not at all, and the one rule every output of a command obeys.
 
 Every output of the workflow goes through :func:`atomic_write`: a kill, an exception or a full
 disk at any moment leaves either the previous file or none, never a truncated one that a rerun
 would take as finished (Snakemake trusts a file that exists).
+
+**The rule for outputs, enforced here and nowhere else** (issue #41): within a command
+(:func:`one_command`, which ``nmtlib.cli.main`` opens around every sub-command),
+
+- no output is a file the command reads: every reader reports its file to :func:`note_input`
+  (:func:`nmtlib.files.read_bytes`, :func:`nmtlib.data.prepare.read_lines`,
+  :meth:`nmtlib.data.vocab.Vocabulary.load`, :func:`nmtlib.checkpoint.load_model_record`,
+  :func:`nmtlib.decode.unk.load_dictionary`), and files are compared by identity (device and
+  inode, symbolic links followed, hard links included), whichever is opened first;
+- a write that fails (a read-only or full file system, a missing permission) is an
+  :class:`OutputError`, one line naming the file, and leaves the previous file or none;
+  :func:`outputs_together` makes a command's several files appear together or not at all.
 
 A writer killed with SIGKILL cannot remove its hidden temporary file. The next write of the same
 path does: :func:`remove_stale_temporaries` deletes the ``.<name>.<pid>.<hex>.tmp`` siblings
@@ -24,9 +36,131 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, Any, cast
 
+from nmtlib.errors import NmtlibError
 from nmtlib.files import is_stdin
 
-__all__ = ["atomic_write", "write_lines", "write_json", "remove_stale_temporaries", "temporary_name"]
+__all__ = ["atomic_write", "write_lines", "write_json", "remove_stale_temporaries", "temporary_name", "OutputError",
+           "one_command", "note_input", "claim_outputs", "outputs_together"]
+
+
+class OutputError(NmtlibError, OSError):
+    """An output that cannot or must not be written, named in one line (an ``OSError`` too, so
+    that callers which handle write errors keep handling it)."""
+
+
+#: a file's identity: (device, inode), links followed
+_Identity = tuple[int, int]
+
+
+class _Command:
+    """What one command has read and is writing (:func:`one_command`)."""
+
+    def __init__(self) -> None:
+        self.read: dict[_Identity, str] = {}
+        self.writing: dict[_Identity, str] = {}
+
+
+_command: _Command | None = None
+
+
+def _identity(path: Path | str) -> _Identity | None:
+    try:
+        st = os.stat(path)  # follows symbolic links
+    except (OSError, ValueError):  # absent (a new output), or a name the OS refuses
+        return None
+    return st.st_dev, st.st_ino
+
+
+@contextmanager
+def one_command() -> Iterator[None]:
+    """The scope of one command: within it, an output that is one of its inputs is refused
+    (:func:`note_input`, :func:`atomic_write`). Outside one (library callers), nothing is tracked."""
+    global _command
+    outer, _command = _command, _Command()
+    try:
+        yield
+    finally:
+        _command = outer
+
+
+def _same_file(output: str, given_input: str) -> OutputError:
+    return OutputError(f"{output}: refusing to write the file this command reads ({given_input}): the output would "
+                       f"replace its own input; give another output path")
+
+
+def note_input(path: Path | str) -> None:
+    """Every reader of a command's input calls this before reading ``path``.
+
+    :raises OutputError: ``path`` is a file the command is writing."""
+    if _command is None or is_stdin(path) or (ident := _identity(path)) is None:
+        return
+    if ident in _command.writing:
+        raise _same_file(_command.writing[ident], str(path))
+    _command.read.setdefault(ident, str(path))
+
+
+def claim_outputs(*paths: Path | str) -> None:
+    """Refuse any of ``paths`` that the command reads, and note the others as written.
+    :func:`atomic_write` claims its file; a command claims its outputs early too, once it has read
+    its inputs, so that a long computation is not run only to be refused.
+
+    :raises OutputError: naming the output and the input it is."""
+    if _command is None:
+        return
+    for path in paths:
+        if is_stdin(path) or (ident := _identity(path)) is None:
+            continue
+        if ident in _command.read:
+            raise _same_file(str(path), _command.read[ident])
+        _command.writing[ident] = str(path)
+
+
+def _write_error(path: Path, err: OSError) -> OutputError:
+    return OutputError(f"cannot write {path}: {err.strerror or err}")
+
+
+class _OutputFile(io.FileIO):
+    """The temporary file of an output: a failed write names the output (:func:`_write_error`)."""
+
+    target: Path
+
+    def write(self, data: Any) -> int | None:  # type: ignore[override]
+        try:
+            return super().write(data)
+        except OSError as err:
+            raise _write_error(self.target, err) from None
+
+
+#: the renames :func:`outputs_together` holds back: (temporary file, output)
+_held: list[tuple[Path, Path]] | None = None
+
+
+@contextmanager
+def outputs_together() -> Iterator[None]:
+    """Within the block, every :func:`atomic_write` keeps its finished file aside; they all take
+    their names when the block completes, and none does if it fails: a command's outputs (a
+    translation's .txt, .unk.txt and .jsonl) never mix one run's files with another's."""
+    global _held
+    if _held is not None:  # already inside one: the outer block commits
+        yield
+        return
+    _held = []
+    try:
+        yield
+        held = _held
+    except BaseException:
+        for tmp, _ in _held:
+            tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        pending, _held = _held, None
+    for tmp, path in held:
+        try:
+            os.replace(tmp, path)
+        except OSError as err:
+            for rest, _ in pending:
+                rest.unlink(missing_ok=True)
+            raise _write_error(path, err) from None
 
 
 def temporary_name(path: Path) -> Path:
@@ -106,14 +240,20 @@ def atomic_write(path: Path | str, *, binary: bool = False) -> Iterator[IO[Any]]
         stream.flush()
         return
     path = Path(path)
-    if path.parent and not path.parent.is_dir():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path)
-    tmp = temporary_name(path)
-    # os.open with 0o666 lets the umask decide the final mode, like a plain open() would
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    claim_outputs(path)
+    try:
+        if path.parent and not path.parent.is_dir():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path)
+        tmp = temporary_name(path)
+        # os.open with 0o666 lets the umask decide the final mode, like a plain open() would
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as err:
+        raise _write_error(path, err) from None
     _lock(fd, wait=True)  # held until the file is closed: tells a later cleaner that we live
-    raw = os.fdopen(fd, "wb")
+    output = _OutputFile(fd, "wb")
+    output.target = path
+    raw = io.BufferedWriter(output)
     try:
         with ExitStack() as stack:
             stack.enter_context(raw)
@@ -135,8 +275,17 @@ def atomic_write(path: Path | str, *, binary: bool = False) -> Iterator[IO[Any]]
             if sink is not raw:
                 sink.close()
             raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, path)
+            try:
+                os.fsync(raw.fileno())
+            except OSError as err:
+                raise _write_error(path, err) from None
+        if _held is not None:
+            _held.append((tmp, path))
+            return
+        try:
+            os.replace(tmp, path)
+        except OSError as err:
+            raise _write_error(path, err) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import torch
 
-from nmtlib.atomic import atomic_write
+from nmtlib.atomic import atomic_write, note_input
 from nmtlib.config import ModelConfig
 from nmtlib.data.vocab import Vocabulary
 from nmtlib.files import is_stdin, sha256_file, stdin_bytes
@@ -121,6 +121,7 @@ _MODEL_KEYS = {"model": dict, "variant": dict, "src_vocab_size": int, "tgt_vocab
 
 def load_model_record(path: str | Path) -> dict[str, Any]:
     """A trained model's record (``model.pt``, ``checkpoints/best.pt``), checked to be one."""
+    note_input(path)
     record = load(path)
     if not isinstance(record, dict):
         raise CheckpointError(f"{path}: not an nmtlib model: the file holds a {type(record).__name__}, "

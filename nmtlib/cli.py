@@ -197,9 +197,12 @@ BROKEN_PIPE_EXIT = 128 + 13
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from nmtlib.atomic import one_command
+
     args = build_parser().parse_args(argv)
     try:
-        code = int(args.func(args) or 0)
+        with one_command():  # the rule for every output of every command (nmtlib.atomic)
+            code = int(args.func(args) or 0)
         sys.stdout.flush()  # here, not at exit: a closed pipe must be caught below
         return code
     except NmtlibError as err:

@@ -40,6 +40,9 @@ def read_bytes(path: str | PathLike[str]) -> bytes:
     :raises InputError: the file is missing or unreadable."""
     if is_stdin(path):
         return stdin_bytes()
+    from nmtlib.atomic import note_input  # the rule for outputs (nmtlib.atomic): no output is an input
+
+    note_input(path)
     try:
         return Path(path).read_bytes()
     except OSError as err:

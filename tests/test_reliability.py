@@ -1014,3 +1014,114 @@ def test_blank_input_lines_give_empty_output_lines(global_model, tiny_corpus):
 
 def read_first_line(path: Path) -> str:
     return path.read_text(encoding="utf-8").split("\n", 1)[0]
+
+
+# == One rule for every output (issue #41, item 1; nmtlib/atomic.py) ===========================
+
+@pytest.fixture(scope="module")
+def translated(global_model, tiny_corpus, tmp_path_factory) -> Path:
+    """The prefix of a translation of the tiny test set (PREFIX.txt, .unk.txt, .jsonl)."""
+    prefix = tmp_path_factory.mktemp("translated") / "test"
+    run = nmtlib_run("translate", "--model", global_model, "--src", tiny_corpus / "test.src", "--out", prefix,
+                     "--threads", "1", "--no-progress")
+    assert run.returncode == 0, run.stderr
+    return prefix
+
+
+def _commands(c: Path, model: Path, hyp: Path, out: Path) -> dict[str, list]:
+    """Each command that writes files, with its inputs and ``out`` for its outputs' folder."""
+    text = ["--src", c / "test.src", "--tgt", c / "test.tgt", "--threads", "1"]
+    return {
+        "translate": ["translate", "--model", model, "--src", c / "test.src", "--out", out / "t", "--threads", "1",
+                      "--no-progress"],
+        "prepare": ["prepare", "--src", c / "test.src", "--tgt", c / "test.tgt", "--src-out", out / "p.src",
+                    "--tgt-out", out / "p.tgt", "--src-lang", "en", "--tgt-lang", "en", "--src-tokenizer", "none",
+                    "--tgt-tokenizer", "none", "--stats-out", out / "p.json"],
+        "vocab": ["vocab", "--src", c / "train.src", "--out", out / "v.txt"],
+        "evaluate translation": ["evaluate", "translation", "--hyp", hyp, "--ref", c / "test.tgt", "--src",
+                                 c / "test.src", "--out", out / "e.json"],
+        "evaluate perplexity": ["evaluate", "perplexity", "--model", model, *text, "--out", out / "ppl.json"],
+        "align": ["align", "--model", model, *text, "--out", out / "a.npz", "--links-out", out / "a.links",
+                  "--predicted-links-out", out / "a.pred"],
+    }
+
+
+#: for each command, an output flag and the input flag it is pointed at (the issue's four cases first)
+SAME_PATH = [("translate", "--out", "--src"), ("prepare", "--src-out", "--src"), ("vocab", "--out", "--src"),
+             ("evaluate translation", "--out", "--ref"), ("prepare", "--stats-out", "--tgt"),
+             ("evaluate perplexity", "--out", "--tgt"), ("align", "--links-out", "--src"),
+             ("align", "--predicted-links-out", "--tgt")]
+
+
+@pytest.mark.parametrize("command, output, given_input", SAME_PATH)
+@pytest.mark.parametrize("how", ["same-path", "symlink", "hard-link"])
+def test_no_command_writes_a_file_it_reads(global_model, tiny_corpus, translated, tmp_path, command, output,
+                                           given_input, how):
+    """Before: each was accepted with exit 0, and the input replaced by the output."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(tiny_corpus, corpus)
+    args = _commands(corpus, global_model, translated, tmp_path / "out")[command]
+    victim = Path(args[args.index(given_input) + 1])
+    before = victim.read_bytes()
+    # translate --out is a prefix: PREFIX.txt is the file it writes first
+    target = tmp_path / "out" / ("t.txt" if command == "translate" else "target")
+    target.parent.mkdir()
+    if how == "same-path":
+        target = victim
+    elif how == "symlink":
+        target.symlink_to(victim)
+    else:
+        os.link(victim, target)
+    args[args.index(output) + 1] = target.with_suffix("") if command == "translate" else target
+    if command == "translate" and how == "same-path":  # --src PREFIX.txt --out PREFIX
+        args[args.index("--src") + 1] = victim = victim.rename(victim.with_suffix(".txt"))
+        args[args.index("--out") + 1] = victim.with_suffix("")
+    run = nmtlib_run(*args)
+    assert run.returncode == 2, run.stderr
+    # one line, after translate's banner
+    assert run.stderr.splitlines()[-1].startswith(f"nmtlib {command.split()[0]}: error: ") and \
+        "Traceback" not in run.stderr and "refusing to write the file this command reads" in run.stderr
+    assert victim.read_bytes() == before
+    assert not [p for p in tmp_path.rglob(".*.tmp")]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real tmpfs, mounted read-only or nearly full (``mount(mode, free_bytes)``), unmounted after."""
+    mounted: list[Path] = []
+
+    def mount(mode: str, free: int = 0) -> Path:
+        mnt = tmp_path / f"disk-{mode}"
+        mnt.mkdir()
+        size = 1 << 20
+        opts = f"size={size}" + (",ro" if mode == "read-only" else "")
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(mnt)], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs (needs root): {done.stderr.strip()}")
+        mounted.append(mnt)
+        if mode == "full":
+            (mnt / "filler").write_bytes(b"\0" * (size - free))
+        return mnt
+
+    yield mount
+    for mnt in mounted:
+        if subprocess.run(["umount", str(mnt)]).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)])
+
+
+@pytest.mark.parametrize("command", ["translate", "prepare", "vocab", "evaluate translation", "evaluate perplexity",
+                                     "align"])
+@pytest.mark.parametrize("mode, reason", [("read-only", "Read-only file system"),
+                                          ("full", "No space left on device")])
+def test_a_write_error_is_one_line_naming_the_file_and_leaves_nothing(global_model, tiny_corpus, translated,
+                                                                      small_disk, command, mode, reason):
+    """Before: a 7-frame OSError traceback from translate, prepare, vocab, evaluate and align."""
+    # full: a command of several files has room for its first (4 KiB), not for all of them
+    mnt = small_disk(mode, free=4096 if command in ("translate", "prepare", "align") else 0)
+    before = sorted(p.name for p in mnt.iterdir())
+    run = nmtlib_run(*_commands(tiny_corpus, global_model, translated, mnt)[command])
+    # one line (after translate's banner), no traceback
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert re.fullmatch(rf"nmtlib {command.split()[0]}: error: cannot write {re.escape(str(mnt))}/\S+: {reason}",
+                        run.stderr.strip().splitlines()[-1]), run.stderr
+    assert sorted(p.name for p in mnt.iterdir()) == before  # no output, no temporary file, all or none

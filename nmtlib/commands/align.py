@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from nmtlib.atomic import atomic_write
+from nmtlib.atomic import atomic_write, claim_outputs, outputs_together
 from nmtlib.cli import add_forced_decoding_arguments, load_forced_decoding_inputs
 from nmtlib.errors import NmtlibError
 
@@ -37,10 +37,8 @@ def run(args: argparse.Namespace) -> int:
     model, _, data = load_forced_decoding_inputs(args, device)
     if not model.has_attention:
         raise NmtlibError(f"{args.model}: a model without attention has no alignments to export")
+    claim_outputs(args.out, args.links_out, *([args.predicted_links_out] if args.predicted_links_out else []))
     matrices = forced_attention(model, data, args.batch_size, device)
-    # whole files or none: an interrupted run leaves no half file that a rerun would take as done
-    with atomic_write(args.out, binary=True) as f:
-        np.savez_compressed(f, **{str(i): m.astype(np.float32) for i, m in enumerate(matrices)})
     content_based = model.decoder.attention.score.content_based
 
     def links(convention: str) -> str:
@@ -50,10 +48,14 @@ def run(args: argparse.Namespace) -> int:
             lines.append(format_links(alignments_from_attention(rows), one_based=True) if rows.size else "")
         return "".join(line + "\n" for line in lines)
 
-    with atomic_write(args.links_out) as f:
-        f.write(links("footnote14"))
-    if args.predicted_links_out is not None:
-        with atomic_write(args.predicted_links_out) as f:
-            f.write(links("predicted"))
+    # whole files, all of them or none: an interrupted run leaves nothing a rerun would take as done
+    with outputs_together():
+        with atomic_write(args.out, binary=True) as f:
+            np.savez_compressed(f, **{str(i): m.astype(np.float32) for i, m in enumerate(matrices)})
+        with atomic_write(args.links_out) as f:
+            f.write(links("footnote14"))
+        if args.predicted_links_out is not None:
+            with atomic_write(args.predicted_links_out) as f:
+                f.write(links("predicted"))
     print(json.dumps({"sentences": len(matrices), "attention": str(args.out), "links": str(args.links_out)}))
     return 0

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nmtlib.atomic import write_json
+from nmtlib.atomic import claim_outputs, write_json
 from nmtlib.cli import (add_forced_decoding_arguments, load_forced_decoding_inputs, load_vocabulary, one_stdin,
                         plain_text)
 from nmtlib.errors import NmtlibError
@@ -147,6 +147,7 @@ def run_perplexity(args: argparse.Namespace) -> int:
     set_threads(args.threads)
     device = select_device(args.device)
     model, record, data = load_forced_decoding_inputs(args, device)
+    claim_outputs(args.out)  # refused now, not after the model has run
     nll, tokens = evaluate_nll(model, data, args.batch_size, device)
     try:
         ppl = perplexity(nll, tokens)

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from nmtlib.atomic import atomic_write
+from nmtlib.atomic import atomic_write, outputs_together
 from nmtlib.cli import add_threads_argument, positive_int, strip_markup
 from nmtlib.errors import NmtlibError
 from nmtlib.config import (ConfigError, DecodeConfig, TrainConfig, argparse_type, check_run_settings, option_choices,
@@ -277,14 +277,15 @@ def run(args: argparse.Namespace) -> int:
         with torch.no_grad():  # not torch.set_grad_enabled(False): in-process callers keep their autograd
             if args.out is None:
                 return _translate_text(args, loaded, opts, settings, dictionary, device)
-            result = translate_loaded(*loaded[:3], args.src, args.out, opts, dictionary, device,
-                                      progress=not args.no_progress, unk_replace=settings["unk_replace"])
+            with outputs_together():  # PREFIX.txt, .unk.txt, .jsonl and the summary: all or none
+                result = translate_loaded(*loaded[:3], args.src, args.out, opts, dictionary, device,
+                                          progress=not args.no_progress, unk_replace=settings["unk_replace"])
+                result.update({key: settings[key] for key in ("tau", "beam", "tf32", "in_flight")})
+                if args.summary_out:
+                    with atomic_write(args.summary_out) as f:
+                        f.write(json.dumps(result, indent=2) + "\n")
     except (ValueError, FileNotFoundError) as err:
         raise NmtlibError(str(err)) from None
-    result.update({key: settings[key] for key in ("tau", "beam", "tf32", "in_flight")})
-    if args.summary_out:
-        with atomic_write(args.summary_out) as f:
-            f.write(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
     return 0
 

@@ -31,7 +31,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import IO, Any, cast
 
-from nmtlib.atomic import atomic_write
+from nmtlib.atomic import atomic_write, note_input, outputs_together
 from nmtlib.errors import NmtlibError
 from nmtlib.data.tokenize import Tokenizer
 
@@ -79,6 +79,7 @@ def read_lines(path: Path | str) -> Iterator[str]:
     removed, and a UTF-8 byte order mark at the start of the file is dropped.
     """
     path = Path(path)
+    note_input(path)
     try:
         raw = cast(IO[bytes], gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb"))
     except FileNotFoundError as err:
@@ -222,60 +223,62 @@ def prepare_parallel(
 
     from tqdm import tqdm
 
-    stats = PrepareStats()
-    pairs = _paired(src, tgt)
-    with ExitStack() as stack:
-        f_src = stack.enter_context(atomic_write(out_src))
-        f_tgt = stack.enter_context(atomic_write(out_tgt))
-        bar = stack.enter_context(
-            tqdm(
-                desc=f"prepare {src.name}",
-                unit=" lines",
-                file=sys.stderr,
-                disable=None if progress is None else not progress,
-                mininterval=1.0,
-            )
-        )
-        if jobs == 1:
-            _init_worker(src_tokenizer, tgt_tokenizer, lowercase)
-            stack.callback(_WORKER.clear)
-            tokenized: Iterator[list[tuple[str, str]]] = map(
-                _tokenize_batch, _batches(pairs, _BATCH)
-            )
-        else:
-            import multiprocessing
-
-            pool = multiprocessing.Pool(
-                jobs, initializer=_init_worker, initargs=(src_tokenizer, tgt_tokenizer, lowercase)
-            )
-            stack.callback(pool.terminate)  # runs last-in-first-out: before the files commit
-            tokenized = pool.imap(_tokenize_batch, _batches(pairs, _BATCH))
-        for batch in tokenized:
-            for s, t in batch:
-                stats.read += 1
-                reason = length_filter(
-                    len(s.split()),
-                    len(t.split()),
-                    drop_empty=drop_empty,
-                    max_len=max_len,
-                    max_ratio=max_ratio,
+    # the two splits and their statistics appear together, or none of them
+    with outputs_together():
+        stats = PrepareStats()
+        pairs = _paired(src, tgt)
+        with ExitStack() as stack:
+            f_src = stack.enter_context(atomic_write(out_src))
+            f_tgt = stack.enter_context(atomic_write(out_tgt))
+            bar = stack.enter_context(
+                tqdm(
+                    desc=f"prepare {src.name}",
+                    unit=" lines",
+                    file=sys.stderr,
+                    disable=None if progress is None else not progress,
+                    mininterval=1.0,
                 )
-                if reason is None:
-                    stats.kept += 1
-                    f_src.write(s + "\n")
-                    f_tgt.write(t + "\n")
-                else:
-                    field = f"dropped_{reason}"
-                    setattr(stats, field, getattr(stats, field) + 1)
-            bar.update(len(batch))
-        if require_pairs and stats.kept == 0:
-            # raised inside the ExitStack, so neither output appears: an empty split would train
-            # an untrained model, or score an empty test set, without any error further on
-            why = "both files are empty" if stats.read == 0 else f"every pair was dropped: {stats.summary()}"
-            raise NmtlibError(f"no sentence pairs in {src} / {tgt}: {why}")
-    if stats_path is not None:
-        with atomic_write(stats_path) as fh:
-            json.dump(stats.as_dict(), fh, indent=2)
-            fh.write("\n")
+            )
+            if jobs == 1:
+                _init_worker(src_tokenizer, tgt_tokenizer, lowercase)
+                stack.callback(_WORKER.clear)
+                tokenized: Iterator[list[tuple[str, str]]] = map(
+                    _tokenize_batch, _batches(pairs, _BATCH)
+                )
+            else:
+                import multiprocessing
+
+                pool = multiprocessing.Pool(
+                    jobs, initializer=_init_worker, initargs=(src_tokenizer, tgt_tokenizer, lowercase)
+                )
+                stack.callback(pool.terminate)  # runs last-in-first-out: before the files commit
+                tokenized = pool.imap(_tokenize_batch, _batches(pairs, _BATCH))
+            for batch in tokenized:
+                for s, t in batch:
+                    stats.read += 1
+                    reason = length_filter(
+                        len(s.split()),
+                        len(t.split()),
+                        drop_empty=drop_empty,
+                        max_len=max_len,
+                        max_ratio=max_ratio,
+                    )
+                    if reason is None:
+                        stats.kept += 1
+                        f_src.write(s + "\n")
+                        f_tgt.write(t + "\n")
+                    else:
+                        field = f"dropped_{reason}"
+                        setattr(stats, field, getattr(stats, field) + 1)
+                bar.update(len(batch))
+            if require_pairs and stats.kept == 0:
+                # raised inside the ExitStack, so neither output appears: an empty split would train
+                # an untrained model, or score an empty test set, without any error further on
+                why = "both files are empty" if stats.read == 0 else f"every pair was dropped: {stats.summary()}"
+                raise NmtlibError(f"no sentence pairs in {src} / {tgt}: {why}")
+        if stats_path is not None:
+            with atomic_write(stats_path) as fh:
+                json.dump(stats.as_dict(), fh, indent=2)
+                fh.write("\n")
     log.info("prepare %s / %s: %s", src, tgt, stats.summary())
     return stats

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from nmtlib.atomic import write_lines
+from nmtlib.atomic import note_input, write_lines
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
@@ -56,6 +56,7 @@ class Vocabulary:
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:
         """:raises ValueError: naming the file (and the line) when it is not a vocabulary."""
+        note_input(path)
         try:
             with open(path, encoding="utf-8") as f:
                 return cls([line.rstrip("\n") for line in f])

@@ -45,7 +45,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from nmtlib.atomic import write_lines
+from nmtlib.atomic import claim_outputs, write_lines
 from nmtlib.checkpoint import embedded_vocabularies, load_model
 from nmtlib.config import DecodeConfig, owner_error
 from nmtlib.data.batching import ParallelData, collate, truncate_sources
@@ -256,6 +256,8 @@ def translate_loaded(
 ) -> dict[str, Any]:
     """:func:`translate_file` with the models loaded (:func:`load_models`)."""
     data = ParallelData.load(src_path, None, src_vocab, tgt_vocab)
+    outputs = [Path(f"{out_prefix}{ext}") for ext in (".txt", ".unk.txt", ".jsonl", ".nbest.txt")]
+    claim_outputs(*outputs[:4 if opts.n_best > 1 else 3])  # refused now, not after the decoding
     truncated = limit_source_lengths(data, opts.max_src_len, src_path, out_prefix)  # {line index: tokens}
     source_tokens = [line.split() for line in read_lines(src_path)]
     hyps, times = decode_data(models, data, opts, device, progress)

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
+from nmtlib.atomic import note_input
 from nmtlib.data.vocab import UNK
 
 
 def load_dictionary(path: str | Path) -> dict[str, str]:
     """First translation of each source word; lines that do not split in two are an error."""
     table: dict[str, str] = {}
+    note_input(path)
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             parts = line.rstrip("\n").split(None, 1)
