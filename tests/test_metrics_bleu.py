@@ -115,7 +115,7 @@ def test_read_lines_keeps_unterminated_last_line_and_empty_lines(tmp_path: Path)
     (tmp_path / "f").write_bytes(b"a b\n\nc\x0cd\n\xe2\x80\xa8e")
     assert read_lines(tmp_path / "f") == ["a b", "", "c\x0cd", "\u2028e"]
     (tmp_path / "bad").write_bytes(b"ok\n\xff\n")
-    with pytest.raises(InputError, match=r"bad:2: not valid UTF-8"):
+    with pytest.raises(InputError, match=r"bad:2: invalid UTF-8 at byte 0 of the line"):
         read_lines(tmp_path / "bad")
 
 

@@ -257,7 +257,7 @@ def test_every_output_is_written_through_atomic_write():
 @pytest.mark.parametrize("content, reason", [
     (b"a\nb\n", "a vocabulary starts with ('<pad>', '<unk>', '<bos>', '<eos>'), got ['a', 'b']"),
     (b"<pad>\n<unk>\n<bos>\n<eos>\nHaus\nHaus\n", "line 6: 'Haus' is already on line 5: a word appears once"),
-    (b"<pad>\n<unk>\n<bos>\n<eos>\n\xff\xfe\n", "invalid UTF-8 (invalid start byte)"),
+    (b"<pad>\n<unk>\n<bos>\n<eos>\n\xff\xfe\n", ":5: invalid UTF-8 at byte 0 of the line (invalid start byte)"),
 ], ids=["no-specials", "duplicate-word", "binary"])
 def test_a_file_that_is_not_a_vocabulary_is_named_with_its_line(tiny_corpus, tmp_path, capsys, content, reason):
     bad = tmp_path / "vocab.src"
@@ -266,8 +266,10 @@ def test_a_file_that_is_not_a_vocabulary_is_named_with_its_line(tiny_corpus, tmp
                         "--src-vocab", str(bad), "--tgt-vocab", str(tiny_corpus / "vocab.tgt"),
                         "--out", str(tmp_path / "out"), "--no-progress"])
     assert code == 2
-    assert capsys.readouterr().err.strip() == f"nmtlib translate: error: {bad}: not a vocabulary: {reason}" + (
-        "" if "UTF-8" in reason else " (write one with nmtlib vocab)")
+    # an undecodable line is named by the one reader of text, as in every other input (nmtlib.files)
+    assert capsys.readouterr().err.strip() == (f"nmtlib translate: error: {bad}{reason}" if "UTF-8" in reason else
+                                               f"nmtlib translate: error: {bad}: not a vocabulary: {reason} (write "
+                                               f"one with nmtlib vocab)")
     assert not list(tmp_path.glob("out*"))
 
 
@@ -1125,3 +1127,105 @@ def test_a_write_error_is_one_line_naming_the_file_and_leaves_nothing(global_mod
     assert re.fullmatch(rf"nmtlib {command.split()[0]}: error: cannot write {re.escape(str(mnt))}/\S+: {reason}",
                         run.stderr.strip().splitlines()[-1]), run.stderr
     assert sorted(p.name for p in mnt.iterdir()) == before  # no output, no temporary file, all or none
+
+
+# == One reader for every text input (issue #41, item 3; nmtlib/files.py) =====================
+
+def _reader_cases(c: Path, model: Path, hyp: Path, small: Path, out: Path) -> dict[str, tuple[list, str | None]]:
+    """Each text input of each command: the command's arguments and the flag of the input (None:
+    standard input). ``small``: a hand-made sentence pair with gold links and a dictionary."""
+    text = ["--src", c / "test.src", "--tgt", c / "test.tgt", "--threads", "1"]
+    translate = ["translate", "--model", model, "--threads", "1", "--no-progress", "--tokenized"]
+    return {
+        "prepare corpus": (["prepare", "--src", c / "test.src", "--tgt", c / "test.tgt", "--src-out", out / "p.src",
+                            "--tgt-out", out / "p.tgt", "--src-lang", "en", "--tgt-lang", "en", "--src-tokenizer",
+                            "none", "--tgt-tokenizer", "none"], "--src"),
+        "vocab corpus": (["vocab", "--src", c / "train.src", "--out", out / "v.txt"], "--src"),
+        "translate --src": ([*translate, "--src", c / "test.src"], "--src"),
+        "translate stdin": ([*translate], None),
+        # (translate checks a vocabulary file's sha256 against the model's record: bytes, not words)
+        "evaluate vocabulary": (["evaluate", "translation", "--hyp", hyp, "--ref", c / "test.tgt", "--src",
+                                 c / "test.src", "--src-vocab", c / "vocab.src", "--tgt-vocab", c / "vocab.tgt",
+                                 "--out", "-"], "--src-vocab"),
+        "translate dictionary": ([*translate, "--src", c / "test.src", "--dict", small / "dict"], "--dict"),
+        "score hypothesis": (["score", "bleu", "--tokenized", "--hyp", f"{hyp}.txt", "--ref", c / "test.tgt"],
+                             "--hyp"),
+        "evaluate reference": (["evaluate", "translation", "--hyp", hyp, "--ref", c / "test.tgt", "--src",
+                                c / "test.src", "--out", "-"], "--ref"),
+        "evaluate gold alignment": (["evaluate", "alignment", "--gold", small / "gold", "--links", small / "links",
+                                     "--src", small / "src", "--tgt", small / "tgt", "--out", "-"], "--gold"),
+        "evaluate predicted alignment": (["evaluate", "alignment", "--gold", small / "gold", "--links", small / "links",
+                                          "--src", small / "src", "--tgt", small / "tgt", "--out", "-"], "--links"),
+        "align reference": (["align", "--model", model, *text, "--out", out / "a.npz", "--links-out", out / "a.links"],
+                            "--tgt"),
+    }
+
+
+@pytest.mark.parametrize("case", ["prepare corpus", "vocab corpus", "translate --src", "translate stdin",
+                                  "evaluate vocabulary", "translate dictionary", "score hypothesis",
+                                  "evaluate reference", "evaluate gold alignment", "evaluate predicted alignment",
+                                  "align reference"])
+def test_every_text_input_is_read_by_the_one_reader(global_model, tiny_corpus, translated, tmp_path, case):
+    """A BOM and CRLF line ends change nothing; invalid UTF-8 and a NUL byte are one line naming
+    the file and the line, whichever command reads the file. Before: a BOM became part of
+    translate's first token, invalid UTF-8 on standard input became U+FFFD (exit 0) while --src
+    failed naming neither file nor line, a NUL passed prepare, vocab and translate, and a binary
+    --dict failed naming nothing."""
+    small = tmp_path / "small"
+    small.mkdir()
+    for name, content in (("src", "a b\nc\n"), ("tgt", "x y\nz\n"), ("gold", "1-1 2p2\n1-1\n"),
+                          ("links", "1-1 2-2\n1-1\n"), ("dict", "3 three\n4 four\n")):
+        (small / name).write_text(content)
+    args, flag = _reader_cases(tiny_corpus, global_model, translated, small, tmp_path / "out")[case]
+    clean = Path(args[args.index(flag) + 1]) if flag else tiny_corpus / "test.src"
+    data = clean.read_bytes()
+
+    def run_with(content: bytes, name: str) -> subprocess.CompletedProcess:
+        given = list(args)
+        path = tmp_path / name
+        path.write_bytes(content)
+        if flag:
+            given[given.index(flag) + 1] = path
+        result = nmtlib_run(*given, stdin=None if flag else content)
+        outputs = sorted((p.name, p.read_bytes()) for p in (tmp_path / "out").glob("*")) if \
+            (tmp_path / "out").exists() else []
+        shutil.rmtree(tmp_path / "out", ignore_errors=True)
+        result.files = outputs  # type: ignore[attr-defined]
+        return result
+
+    where = (lambda name: str(tmp_path / name)) if flag else (lambda name: "<stdin>")
+    reference = run_with(data, "clean")
+    assert reference.returncode == 0, reference.stderr
+    dirty = run_with(b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n"), "bom-crlf")
+    assert dirty.returncode == 0 and (dirty.stdout, dirty.files) == (reference.stdout, reference.files), dirty.stderr
+    lines = data.split(b"\n")
+    for name, broken, message in (("utf8", b"\xff\xfe" + lines[1], f"{where('utf8')}:2: invalid UTF-8 at byte 0 of "
+                                                                   f"the line (invalid start byte)"),
+                                  ("nul", lines[1] + b"\0x", f"{where('nul')}:2: a NUL byte: not a text file")):
+        bad = run_with(b"\n".join([lines[0], broken, *lines[2:]]), name)
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+        assert message in bad.stderr.strip().splitlines()[-1], bad.stderr
+        assert bad.files == []
+
+
+def test_words_that_spell_a_special_symbol_are_unknown_words(tiny_corpus, tmp_path):
+    """Before: a literal <pad> in a target encoded to the padding id (dropped from the loss) and a
+    mid-sentence <eos> to the end id."""
+    from nmtlib.data.batching import ParallelData
+    from nmtlib.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocabulary
+
+    (tmp_path / "s").write_text("a <pad> b\n")
+    (tmp_path / "t").write_text("<bos> x <eos> y <unk> <pad>\n")
+    vocab = Vocabulary(["<pad>", "<unk>", "<bos>", "<eos>", "a", "b", "x", "y"])
+    data = ParallelData.load(tmp_path / "s", tmp_path / "t", vocab, vocab)
+    assert data.src == [[4, UNK_ID, 5]] and data.tgt == [[UNK_ID, 6, UNK_ID, 7, UNK_ID, UNK_ID]]
+    assert not {PAD_ID, BOS_ID, EOS_ID} & {*data.src[0], *data.tgt[0]}
+    # and `nmtlib vocab` counts none of them as a word; a file of nothing else is refused
+    (tmp_path / "specials").write_text("<pad> <eos>\n<unk>\n")
+    (tmp_path / "empty").write_bytes(b"")
+    for name in ("specials", "empty"):
+        run = nmtlib_run("vocab", "--src", tmp_path / name, "--out", tmp_path / f"{name}.vocab")
+        assert run.returncode == 2 and run.stderr == (f"nmtlib vocab: error: {tmp_path / name}: no word to build a "
+                                                      f"vocabulary of (an empty file, or only special symbols); give "
+                                                      f"the tokenized training text\n")
+        assert not (tmp_path / f"{name}.vocab").exists()

@@ -1,4 +1,7 @@
-"""``nmtlib vocab``: top-K vocabulary of a tokenized training file."""
+"""``nmtlib vocab``: top-K vocabulary of a tokenized training file.
+
+The special symbols come first; words of the text that spell one (``<unk>``, ``<eos>``, …) are
+not words of the vocabulary, and encode as ``<unk>``. A file without any other word is refused."""
 
 from __future__ import annotations
 
@@ -22,14 +25,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nmtlib.files import read_lines
-    from nmtlib.data.vocab import Vocabulary
+    from nmtlib.data.vocab import SPECIALS, Vocabulary
 
     if args.size < 1:
         raise NmtlibError(f"--size must be positive, got {args.size}")
+    source = args.src or args.tgt
     try:
-        vocab = Vocabulary.build(read_lines(args.src or args.tgt), args.size)
+        vocab = Vocabulary.build(read_lines(source), args.size)
     except (OSError, ValueError) as err:
         raise NmtlibError(str(err)) from None
+    if len(vocab) == len(SPECIALS):  # a model on it would see nothing but <unk>
+        raise NmtlibError(f"{source}: no word to build a vocabulary of (an empty file, or only special symbols); "
+                          f"give the tokenized training text")
     vocab.save(args.out)
     print(json.dumps({"out": str(args.out), "size": len(vocab)}))
     return 0

@@ -20,7 +20,6 @@ Why this shape:
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import sys
@@ -29,17 +28,17 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from itertools import zip_longest
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any
 
-from nmtlib.atomic import atomic_write, note_input, outputs_together
+from nmtlib.atomic import atomic_write, outputs_together
 from nmtlib.errors import NmtlibError
+from nmtlib.files import iter_lines
 from nmtlib.data.tokenize import Tokenizer
 
 __all__ = ["PrepareStats", "prepare_parallel", "read_lines", "atomic_write", "length_filter"]
 
 log = logging.getLogger(__name__)
 
-_GZIP_MAGIC = b"\x1f\x8b"
 #: pairs handed to a worker at a time: large enough to amortize inter-process overhead
 _BATCH = 2000
 
@@ -65,44 +64,8 @@ class PrepareStats:
         )
 
 
-def _is_gzip(path: Path) -> bool:
-    # by content, not by name: a renamed .gz (or a plain file called .gz) still reads correctly
-    with open(path, "rb") as fh:
-        return fh.read(2) == _GZIP_MAGIC
-
-
-def read_lines(path: Path | str) -> Iterator[str]:
-    """Yield the lines of a plain or gzip UTF-8 file without their line ending.
-
-    Lines are split on ``\\n`` only (``str.splitlines`` would also split on U+2028, U+0085 and
-    friends, which occur in real news text and would shift the corpus). A trailing ``\\r`` is
-    removed, and a UTF-8 byte order mark at the start of the file is dropped.
-    """
-    path = Path(path)
-    note_input(path)
-    try:
-        raw = cast(IO[bytes], gzip.open(path, "rb") if _is_gzip(path) else open(path, "rb"))
-    except FileNotFoundError as err:
-        raise NmtlibError(f"{path}: no such file") from err
-    with raw:
-        try:
-            for lineno, data in enumerate(raw, start=1):
-                if data.endswith(b"\n"):
-                    data = data[:-1]
-                if data.endswith(b"\r"):
-                    data = data[:-1]
-                try:
-                    line = data.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise NmtlibError(
-                        f"{path}:{lineno}: invalid UTF-8 at byte {err.start} of the line "
-                        f"({err.reason})"
-                    ) from None
-                if lineno == 1 and line.startswith("\ufeff"):
-                    line = line[1:]
-                yield line
-        except (OSError, EOFError) as err:  # truncated or corrupt gzip stream
-            raise NmtlibError(f"{path}: cannot read ({err})") from err
+#: the one reader of text (BOM, line ends, UTF-8, NUL and control characters: nmtlib.files)
+read_lines = iter_lines
 
 
 def _count_rest(lines: Iterator[str]) -> int:

@@ -11,7 +11,8 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from nmtlib.atomic import note_input, write_lines
+from nmtlib.atomic import write_lines
+from nmtlib.files import read_lines
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
@@ -33,7 +34,11 @@ class Vocabulary:
         return len(self.itos)
 
     def encode(self, tokens: list[str]) -> list[int]:
-        return [self.stoi.get(t, UNK_ID) for t in tokens]
+        """Ids of ``tokens``; a word of the text that spells a special symbol (``<pad>``, ``<eos>``,
+        …) is an unknown word, kept apart from the ids that mark padding, start and end (a ``<pad>``
+        in a target would drop out of the loss, a mid-sentence ``<eos>`` teach the model to stop).
+        :meth:`build` leaves them out of the vocabulary's words for the same reason."""
+        return [i if (i := self.stoi.get(t, UNK_ID)) > EOS_ID else UNK_ID for t in tokens]
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         return [self.itos[i] for i in ids]
@@ -56,11 +61,8 @@ class Vocabulary:
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:
         """:raises ValueError: naming the file (and the line) when it is not a vocabulary."""
-        note_input(path)
+        lines = read_lines(path)  # the one reader: an undecodable line is named by file and line
         try:
-            with open(path, encoding="utf-8") as f:
-                return cls([line.rstrip("\n") for line in f])
-        except UnicodeDecodeError as err:
-            raise ValueError(f"{path}: not a vocabulary: invalid UTF-8 ({err.reason})") from None
+            return cls(lines)
         except ValueError as err:
             raise ValueError(f"{path}: not a vocabulary: {err} (write one with nmtlib vocab)") from None

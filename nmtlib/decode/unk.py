@@ -12,22 +12,20 @@ from pathlib import Path
 
 import numpy as np
 
-from nmtlib.atomic import note_input
+from nmtlib.files import read_lines
 from nmtlib.data.vocab import UNK
 
 
 def load_dictionary(path: str | Path) -> dict[str, str]:
     """First translation of each source word; lines that do not split in two are an error."""
     table: dict[str, str] = {}
-    note_input(path)
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            parts = line.rstrip("\n").split(None, 1)
-            if not parts:
-                continue
-            if len(parts) != 2:
-                raise ValueError(f"{path}:{number}: expected 'source target', got {line.strip()!r}")
-            table.setdefault(parts[0], parts[1].strip())
+    for number, line in enumerate(read_lines(path), 1):  # the one reader of text (nmtlib.files)
+        parts = line.split(None, 1)
+        if not parts:
+            continue
+        if len(parts) != 2:
+            raise ValueError(f"{path}:{number}: expected 'source target', got {line.strip()!r}")
+        table.setdefault(parts[0], parts[1].strip())
     return table
 
 
