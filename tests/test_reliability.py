@@ -1229,3 +1229,44 @@ def test_words_that_spell_a_special_symbol_are_unknown_words(tiny_corpus, tmp_pa
                                                       f"vocabulary of (an empty file, or only special symbols); give "
                                                       f"the tokenized training text\n")
         assert not (tmp_path / f"{name}.vocab").exists()
+
+
+# == A model folder belongs to one run (issue #41, item 2) =====================================
+
+def test_a_second_training_run_on_one_folder_is_refused_while_the_first_runs(tiny_corpus, tmp_path):
+    """Before: both exited 0; the second moved the first's live last.pt aside and the files mixed."""
+    import fcntl
+
+    from conftest import TINY_TRAIN_SPEC, tiny_train_cmd
+
+    spec = json.loads(json.dumps(TINY_TRAIN_SPEC))
+    spec["options"]["train"].update(max_steps=400, epochs=40)  # long enough to be caught running
+    out = tmp_path / "model"
+    first = subprocess.Popen(tiny_train_cmd(tiny_corpus, out, spec), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # until the first run holds the folder (a shared lock cannot be had beside it)
+            assert first.poll() is None and time.monotonic() < deadline, "the first run ended before it was seen"
+            if out.is_dir():
+                fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    break
+                finally:
+                    os.close(fd)
+            time.sleep(0.1)
+        second = subprocess.run(tiny_train_cmd(tiny_corpus, out, spec), capture_output=True, text=True, timeout=300)
+        assert second.returncode == 2 and second.stderr.strip().splitlines() == [
+            f"nmtlib train: error: {out}: another training run is writing this model folder; wait for it to end, or "
+            f"give this run another --out"]
+        stdout, stderr = first.communicate(timeout=600)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, stderr[-2000:]
+    # the first ran undisturbed to its end: never resumed, its model from its own run
+    assert "resuming" not in stderr and sorted(p.name for p in out.iterdir()) == ["env.json", "model.pt",
+                                                                                  "train_log.csv"]
+    assert checkpoint.load(out / "model.pt")["step"] <= json.loads(stdout.splitlines()[-1])["step"]

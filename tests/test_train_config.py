@@ -108,3 +108,25 @@ def test_variant_json_needs_every_file_and_no_variant_name(tmp_path):
                                   "--variant NAME)")
     run = nmtlib("train", "--variant-json", spec, "--variant", "x", cwd=tmp_path)
     assert run.returncode == 2 and "--variant names a variant of --config FILE" in run.stderr
+
+
+@pytest.mark.parametrize("override", [["--set", "max_steps=1"], ["--train-src", f"{EXP}/data/dev.src",
+                                                                  "--train-tgt", f"{EXP}/data/dev.tgt"]])
+def test_a_hand_run_with_other_options_is_kept_out_of_the_workflows_folder(work, override):
+    """Issue #41: before, ``--set max_steps=1`` replaced the workflow's model, which snakemake then
+    took up (a 1-update model in the tables). Refused in one line; with its own --out it trains."""
+    folder = f"{EXP}/models/{VARIANT}/seed1"
+    before = {p.name: p.read_bytes() for p in (work / folder).iterdir() if p.is_file()}
+    run = nmtlib("train", "--config", str(TINY), "--variant", VARIANT, *override, "--no-progress", cwd=work)
+    flags = ", ".join(a for a in override if a.startswith("--"))
+    assert run.returncode == 2 and run.stderr.strip().splitlines() == [
+        f"nmtlib train: error: {folder} is the workflow's folder of variant {VARIANT} seed 1, and {flags} trains "
+        f"another model than the workflow's, which it would take up as its own: give this run its own --out DIR"]
+    assert {p.name: p.read_bytes() for p in (work / folder).iterdir() if p.is_file()} == before
+    # the same folder named with --out is the same folder
+    again = nmtlib("train", "--config", str(TINY), "--variant", VARIANT, *override, "--out", str(work / folder),
+                   "--no-progress", cwd=work)
+    assert again.returncode == 2 and "is the workflow's folder" in again.stderr
+    apart = nmtlib("train", "--config", str(TINY), "--variant", VARIANT, "--set", "max_steps=1", "--out", "apart",
+                   "--no-progress", cwd=work)
+    assert apart.returncode == 0 and json.loads(apart.stdout.splitlines()[-1])["step"] == 1, apart.stderr

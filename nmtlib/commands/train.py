@@ -53,7 +53,8 @@ Two ways to say what to train:
       a variant of an experiment config; the data, vocabularies and model folder default to
       where the workflow puts them (results/<experiment>/...), so prepare the data first
       (the error says which snakemake targets make the missing files), and --threads to the
-      config's threads
+      config's threads. With --set or other data, give --out DIR: the workflow takes up
+      whatever model its folder holds, so a run that trains another model is refused there
   nmtlib train --variant-json JSON --train-src ... --out DIR
       what the workflow runs: every file given"""
 
@@ -146,9 +147,26 @@ def from_config(args: argparse.Namespace) -> tuple[str, dict[str, Path | None], 
                           f"{' '.join(shlex.quote(m) for m in missing)}")
     preprocess = args.preprocess_json if args.preprocess_json is not None else json.loads(
         preprocess_record(config["data"]))
+    _keep_out_of_the_workflows_folder(args, files["out"], Path(layout["out"]))
     if args.threads is None:  # as the workflow runs it: CPU results depend on the thread count
         args.threads = config["threads"]
     return variant_spec(config, args.variant), files, preprocess
+
+
+#: flags of ``--config`` runs that make a model other than the one the workflow trains for the variant
+_CHANGES_THE_MODEL = ("set", "train_src", "train_tgt", "dev_src", "dev_tgt", "src_vocab", "tgt_vocab", "init_from",
+                      "preprocess_json")
+
+
+def _keep_out_of_the_workflows_folder(args: argparse.Namespace, out: Path, workflow_out: Path) -> None:
+    """Refuse a hand run that would write a model other than the workflow's into the workflow's
+    folder of the variant: Snakemake takes up whatever model.pt it finds there, and the tables
+    would report it as the variant (a 1-update model under ``--set max_steps=1``)."""
+    changed = [f"--{key.replace('_', '-')}" for key in _CHANGES_THE_MODEL if getattr(args, key) not in (None, [])]
+    if changed and out.resolve() == workflow_out.resolve():
+        raise NmtlibError(f"{workflow_out} is the workflow's folder of variant {args.variant} seed {args.seed}, and "
+                          f"{', '.join(changed)} trains another model than the workflow's, which it would take up as "
+                          f"its own: give this run its own --out DIR")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -69,6 +69,29 @@ class TrainingError(RuntimeError):
     """Training cannot go on (divergence, out of memory); the message says what to change."""
 
 
+@contextlib.contextmanager
+def hold_folder(out_dir: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on the model folder itself for the block: a second run on the same
+    folder is refused at once, before it touches a file (it would move the first's live
+    ``last.pt`` aside and mix the two runs' files). The kernel drops the lock when the holder
+    exits, however it ends (SIGKILL included), so a killed run never leaves a stale lock.
+
+    :raises TrainingError: another process holds the folder."""
+    import fcntl
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TrainingError(f"{out_dir}: another training run is writing this model folder; wait for it to "
+                                f"end, or give this run another --out") from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 @dataclass
 class TrainPaths:
     train_src: Path
@@ -295,6 +318,12 @@ class Trainer:
 
     # -- main loop -------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
+        """Train (or resume) to the end; the model folder is this run's alone until it returns
+        (:func:`hold_folder`)."""
+        with hold_folder(self.paths.out_dir):
+            return self._run()
+
+    def _run(self) -> dict[str, Any]:
         cfg = self.cfg
         model = self._fresh_model()
         optimizer = build_optimizer(cfg, model.parameters())
