@@ -1270,3 +1270,13 @@ def test_a_second_training_run_on_one_folder_is_refused_while_the_first_runs(tin
     assert "resuming" not in stderr and sorted(p.name for p in out.iterdir()) == ["env.json", "model.pt",
                                                                                   "train_log.csv"]
     assert checkpoint.load(out / "model.pt")["step"] <= json.loads(stdout.splitlines()[-1])["step"]
+
+
+def test_a_quoted_number_in_set_gets_the_quoting_hint_not_the_yaml_one(capsys):
+    """Before: ``--set lr="0.1"`` (a JSON string) got the YAML 1.1 exponent hint, which fits neither."""
+    spec = json.dumps({"name": "x", "options": {}})
+    files = [x for flag in ("--train-src", "--train-tgt", "--dev-src", "--dev-tgt", "--src-vocab", "--tgt-vocab")
+             for x in (flag, "unused")]
+    assert nmtlib_main(["train", "--variant-json", spec, *files, "--out", "unused", "--set", 'lr="0.1"']) == 2
+    assert capsys.readouterr().err == ('nmtlib train: error: --set lr="0.1": expected float, got \'0.1\' (str); '
+                                       "'0.1' is quoted, so it is a string: write 0.1 without quotes\n")
