@@ -422,9 +422,11 @@ def test_a_test_sentence_longer_than_any_training_sentence_decodes(tiny_corpus, 
     with torch.no_grad():
         hyps, _ = decode_data([model.eval()], data, DecodeOptions(beam=3, max_len_ratio=0.1, batch_size=3),
                               torch.device("cpu"))
-    # back in input order (decoding sorts by length), and no weight on another sentence's padding
-    # (an empty source line is read as one <eos>)
-    for h, length in zip(hyps, [1, 200, len(train[0].split())]):
+    # back in input order (decoding sorts by length), and no weight on another sentence's padding;
+    # an empty source line gets an empty translation, the model not run on it (issue #41)
+    blank = hyps[0]
+    assert (blank.tokens, blank.score, blank.attention.size) == ([], 0.0, 0)
+    for h, length in zip(hyps[1:], [200, len(train[0].split())]):
         assert torch.isfinite(torch.tensor(h.score)) and len(h.tokens) <= math.ceil(0.1 * length) + 10
         assert h.attention.shape[1] == 200 and (h.attention[:, length:] == 0).all()
         assert (h.attention >= 0).all() and torch.isfinite(torch.from_numpy(h.attention)).all()
