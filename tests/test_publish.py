@@ -31,6 +31,25 @@ def repository(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def reported_experiment(tmp_path: Path, translations: bool = False) -> tuple[Path, Path]:
+    """(repository root, results folder) of the unit experiment, its report made; with
+    ``translations``, :func:`write_translations` first."""
+    root = repository(tmp_path)
+    results = root / "results" / "unit"
+    spec = make_experiment(results)
+    if translations:
+        write_translations(results)
+    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    return root, results
+
+
+def run_page_command(command: str, root: Path) -> subprocess.CompletedProcess:
+    """A command as the page prints it, run from the repository root with this Python's scripts
+    (sacrebleu) on the PATH."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(command, shell=True, cwd=root, capture_output=True, text=True, env=env, timeout=120)
+
+
 def write_translations(results: Path) -> None:
     """Texts for every run of flex-ft (τ = ∞ and τ = 1.2) and of base, and their tokenized BLEU
     (multi-bleu.perl's, nmtlib's scorer) in the scores, as the workflow writes them."""
@@ -55,10 +74,7 @@ def publish(tmp_path: Path, *extra: str, command: str = "snakemake --cores 2") -
 
 
 def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
-    root = repository(tmp_path)
-    results = root / "results" / "unit"
-    spec = make_experiment(results)
-    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    root, results = reported_experiment(tmp_path)
     # base, seed 1: the trainer's clock at each epoch end; its job's last attempt resumed and used 90 s of CPU
     (results / "models" / "base" / "seed1" / "train_log.csv").write_text(
         "epoch,step,lr,train_ppl,dev_ppl,target_tokens_per_s,elapsed_s\n"
@@ -125,11 +141,7 @@ def test_counts_are_integers_in_the_tables(tmp_path: Path) -> None:
 
 
 def test_every_translation_is_published_and_the_rescore_command_prints_the_pages_bleu(tmp_path: Path) -> None:
-    root = repository(tmp_path)
-    results = root / "results" / "unit"
-    spec = make_experiment(results)
-    write_translations(results)
-    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    root, results = reported_experiment(tmp_path, translations=True)
     code, out = publish(root)
     assert code == 0
     page = out.read_text(encoding="utf-8")
@@ -145,8 +157,7 @@ def test_every_translation_is_published_and_the_rescore_command_prints_the_pages
     assert "\n" not in command and "docs/results/unit/translations/flex-ft/seed1/test.beam5.txt" in command
     bleu = re.search(r"prints its BLEU, \*\*([\d.]+)\*\*", page).group(1)
     assert bleu == "100.00"
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    run = subprocess.run(command, shell=True, cwd=root, capture_output=True, text=True, env=env, timeout=120)
+    run = run_page_command(command, root)
     assert run.returncode == 0, run.stderr
     printed = re.search(r"^BLEU\|(\S+) = ([\d.]+) ", run.stdout, re.M)
     assert printed.group(2) == bleu
@@ -156,25 +167,17 @@ def test_every_translation_is_published_and_the_rescore_command_prints_the_pages
 def test_the_rescore_command_of_a_row_scores_what_the_table_says(tmp_path: Path) -> None:
     """The same command on another row (base, whose every sentence misses its last word) prints
     its tokenized BLEU as the tables have it (multi-bleu.perl's, 2 decimals)."""
-    root = repository(tmp_path)
-    results = root / "results" / "unit"
-    spec = make_experiment(results)
-    write_translations(results)
-    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    root, results = reported_experiment(tmp_path, translations=True)
     _, out = publish(root)
     (command,) = re.findall(r"```sh\n(.*?)\n```", out.read_text(encoding="utf-8"), re.S)
     command = command.replace("flex-ft/seed1/test.beam5.txt", "base/seed2/test.beam5.txt")
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    run = subprocess.run(command, shell=True, cwd=root, capture_output=True, text=True, env=env, timeout=120)
+    run = run_page_command(command, root)
     printed = re.search(r"^BLEU\|\S+ = ([\d.]+) ", run.stdout, re.M).group(1)
     assert printed == f"{tokenized_bleu(SHORT, TGT).score:.2f}"
 
 
 def test_a_path_outside_the_repository_is_refused(tmp_path: Path, capsys) -> None:
-    root = repository(tmp_path)
-    results = root / "results" / "unit"
-    spec = make_experiment(results)
-    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    root, results = reported_experiment(tmp_path)
     code, out = publish(root, command="snakemake --cores 2 --config cache_dir=../shared/data")
     assert code == 2 and not out.exists()
     err = capsys.readouterr().err.strip()
@@ -183,10 +186,7 @@ def test_a_path_outside_the_repository_is_refused(tmp_path: Path, capsys) -> Non
 
 def test_a_smoke_run_says_so(tmp_path: Path) -> None:
     """A model whose env.json records train.max_steps and whose log ends there: no verdict."""
-    root = repository(tmp_path)
-    results = root / "results" / "unit"
-    spec = make_experiment(results)
-    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    root, results = reported_experiment(tmp_path)
     (results / "models" / "base" / "seed1" / "env.json").write_text(
         json.dumps({"variant": {"train": {"max_steps": 300}}}))  # its log (test_report's) ends at step 300
     _, out = publish(root)
@@ -203,10 +203,7 @@ def test_publish_before_the_report_is_a_one_line_error(tmp_path: Path) -> None:
 
 def test_findings_of_an_older_report_are_refused(tmp_path: Path, capsys) -> None:
     """findings.csv without intervals (the report before them) cannot give the page's findings."""
-    root = repository(tmp_path)
-    results = root / "results" / "unit"
-    spec = make_experiment(results)
-    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    root, results = reported_experiment(tmp_path)
     path = results / "tables" / "findings.csv"
     lines = path.read_text(encoding="utf-8").splitlines()
     path.write_text("\n".join(",".join(line.split(",")[:3]) for line in lines) + "\n", encoding="utf-8")
