@@ -262,11 +262,18 @@ class VariantConfig:
         return dataclasses.asdict(self)
 
     def training_dict(self) -> dict[str, Any]:
-        """What determines a trained model: checkpoints are keyed by it. No report labels, no
-        decoding options (decoding never changes weights) and no :data:`UNTRAINED_OPTIONS`."""
-        trained = {k: v for k, v in self.to_dict().items() if k not in (*LABEL_KEYS, "decode")}
+        """What determines a trained model: checkpoints are keyed by it (:func:`trained_options`)."""
+        return trained_options(self.to_dict())
+
+
+def trained_options(variant: dict[str, Any]) -> dict[str, Any]:
+    """Of a resolved variant as a dict (:meth:`VariantConfig.to_dict`, or as a model's ``env.json``
+    records it), what determines the trained weights: no report labels, no decoding options
+    (decoding never changes weights) and no :data:`UNTRAINED_OPTIONS`."""
+    trained = {k: v for k, v in variant.items() if k not in (*LABEL_KEYS, "decode")}
+    if "train" in trained:
         trained["train"] = {k: v for k, v in trained["train"].items() if k not in UNTRAINED_OPTIONS}
-        return trained
+    return trained
 
 
 def _fields(cls: type) -> dict[str, dataclasses.Field]:

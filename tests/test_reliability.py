@@ -954,6 +954,36 @@ def test_a_killed_driver_leaves_a_lock_that_unlock_clears(interrupted_workflow):
     assert (w.work / "results/tiny/translations/global-general-feed/seed1/test.beam2.txt").is_file()
 
 
+def test_a_model_put_into_the_workflows_folder_behind_its_back_is_not_reported(interrupted_workflow):
+    """Issue #41: a model copied over the workflow's (trained with other options, here max_steps 3
+    instead of 100) was decoded, scored and tabulated as the variant. Snakemake, whose records
+    still say the folder's model is its own, re-decodes it; the report step refuses it in one
+    line naming the folder and the difference, and nothing is tabulated."""
+    w = interrupted_workflow
+    folder = w.work / "results/tiny/models/base/seed1"
+    foreign = w.base / "foreign"
+    trained = subprocess.run([sys.executable, "-m", "nmtlib", "train", "--config", str(w.config), "--variant", "base",
+                              "--set", "max_steps=3", "--out", str(foreign), "--no-progress"],
+                             capture_output=True, text=True, cwd=w.work, timeout=300)
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    for name in ("model.pt", "train_log.csv", "env.json"):
+        shutil.copyfile(foreign / name, folder / name)
+    run = snakemake(w.work, "--cores", "2", "--configfile", str(w.config), timeout=600)
+    assert run.returncode != 0
+    log = (w.work / "logs/tiny/make_report.log").read_text()
+    assert log.strip().splitlines()[-1] == (
+        "nmtlib report: error: results/tiny/models/base/seed1: not a model of variant base (train.max_steps 3 in "
+        "the model's record, 100 in the variant); the tables would report it as one: remove "
+        "results/tiny/models/base/seed1 and run snakemake again to retrain it")
+    assert not (w.work / "results/tiny/tables/summary.csv").exists()
+    # as it says: the folder removed, the next run retrains it and reports
+    shutil.rmtree(folder)
+    again = snakemake(w.work, "--cores", "2", "--configfile", str(w.config), timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "train_model" in _rules_run(again.stdout + again.stderr)
+    assert (w.work / "results/tiny/tables/summary.csv").exists()
+
+
 # == Settings that do not apply, and what is reported (issue #41, item 4) ======================
 
 @pytest.fixture(scope="module")

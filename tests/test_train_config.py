@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from conftest import ROOT
+from nmtlib.workflow_config import load_experiment, variant_spec
 
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
 EXP = "results/tiny"
@@ -130,3 +131,32 @@ def test_a_hand_run_with_other_options_is_kept_out_of_the_workflows_folder(work,
     apart = nmtlib("train", "--config", str(TINY), "--variant", VARIANT, "--set", "max_steps=1", "--out", "apart",
                    "--no-progress", cwd=work)
     assert apart.returncode == 0 and json.loads(apart.stdout.splitlines()[-1])["step"] == 1, apart.stderr
+
+
+def test_a_run_of_other_settings_into_a_folder_holding_a_finished_model_is_refused(work):
+    """Issue #41: ``--variant-json`` (the workflow's own form of the command) writing into the
+    workflow's folder with other options or another seed was not refused, and the model it wrote
+    would have been taken up. The folder's ``env.json`` says what its model is; a run that would
+    train something else is refused, naming what differs, and the folder stays byte for byte."""
+    folder = work / EXP / "models" / VARIANT / "seed1"
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    recorded = json.loads((folder / "env.json").read_text())
+    spec = variant_spec(load_experiment(TINY)[0], VARIANT)  # as the workflow passes it
+    data = [f"--{k}={work / EXP / p}" for k, p in (("train-src", "data/train.src"), ("train-tgt", "data/train.tgt"),
+                                                 ("dev-src", "data/dev.src"), ("dev-tgt", "data/dev.tgt"),
+                                                 ("src-vocab", "vocab/src.txt"), ("tgt-vocab", "vocab/tgt.txt"))]
+    steps = recorded["variant"]["train"]["max_steps"]
+    other = nmtlib("train", "--variant-json", spec, "--set", f"max_steps={steps + 1}", *data, "--out", str(folder),
+                   "--no-progress", cwd=work)
+    assert other.returncode == 2 and other.stderr.strip().splitlines() == [
+        f"nmtlib train: error: {folder} holds a finished model of other settings (train.max_steps {steps} in the "
+        f"model's record, {steps + 1} in the variant), which this run would replace: give this run its own --out "
+        f"DIR, or remove {folder} first"]
+    seed = nmtlib("train", "--variant-json", spec, "--seed", "2", *data, "--out", str(folder), "--no-progress",
+                  cwd=work)
+    assert seed.returncode == 2 and "(seed 1 in the model's record, 2 wanted)" in seed.stderr
+    # other training text: the dev set trained on
+    swapped = [a.replace("data/train.", "data/dev.") for a in data]
+    text = nmtlib("train", "--variant-json", spec, *swapped, "--out", str(folder), "--no-progress", cwd=work)
+    assert text.returncode == 2 and "of other content than the model was trained on" in text.stderr
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before

@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         spec = collect.ExperimentSpec.from_json(args.spec)
     except (ValueError, TypeError, KeyError) as err:  # not JSON, or not an experiment spec
         raise NmtlibError(f"--spec: not an experiment spec as JSON ({str(err).splitlines()[0]})") from None
+    collect.check_models(spec)  # no model of other settings is reported as a variant
     try:
         summary = collect.summary_table(spec)
         paper = list(write_paper_tables(spec, tables))

@@ -169,6 +169,25 @@ def _keep_out_of_the_workflows_folder(args: argparse.Namespace, out: Path, workf
                           f"its own: give this run its own --out DIR")
 
 
+def _keep_finished_model(out: Path, variant, seed: int, files: dict[str, Path | None]) -> None:
+    """Refuse to train into a folder that holds a finished model of other options, seed or data
+    (:mod:`nmtlib.provenance`): this run would replace it, and whoever reads the folder (the
+    workflow's tables) would take the new model for the old one. The workflow removes a job's
+    outputs before it retrains, so it never meets one."""
+    from nmtlib.provenance import differences, read_record
+
+    try:
+        record = read_record(out)
+    except ValueError as err:
+        raise NmtlibError(str(err)) from None
+    if record is None or not (out / "model.pt").exists():
+        return
+    found = differences(record, variant.to_dict(), seed, files)
+    if found:
+        raise NmtlibError(f"{out} holds a finished model of other settings ({'; '.join(found)}), which this run "
+                          f"would replace: give this run its own --out DIR, or remove {out} first")
+
+
 def run(args: argparse.Namespace) -> int:
     from nmtlib.cli import set_threads
 
@@ -189,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.train.trainer import Trainer, TrainingError, TrainPaths
 
     variant = load_variant(text, args.set, where)
+    _keep_finished_model(files["out"], variant, args.seed, files)
     paths = TrainPaths(files["train_src"], files["train_tgt"], files["dev_src"], files["dev_tgt"], files["src_vocab"],
                        files["tgt_vocab"], files["out"])
     try:

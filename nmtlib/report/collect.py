@@ -18,6 +18,8 @@ from typing import Any
 import pandas as pd
 
 from nmtlib.config import parse_setting
+from nmtlib.errors import NmtlibError
+from nmtlib.provenance import differences, read_record, recorded_files
 from nmtlib.registry import ATTENTION_NAMES, is_gated
 from nmtlib.report.metrics import METRICS, MODEL, TRANSLATION, RunFiles, metrics_in
 
@@ -436,6 +438,28 @@ def attention_selection(spec: ExperimentSpec) -> list[str]:
         if label not in chosen or (gated(v) and v.get("finetune_from") == chosen[label]):
             chosen[label] = name
     return [chosen[k] for k in order if k in chosen]
+
+
+def check_models(spec: ExperimentSpec) -> None:
+    """Refuse to tabulate a model as a variant unless its record says the variant trained it: its
+    options, seed and data (:mod:`nmtlib.provenance`). A folder without a record has no finished
+    model, and the tables show it missing.
+
+    :raises NmtlibError: one line naming the folder, what differs and how to retrain it."""
+    digests: dict[str, str] = {}  # each experiment file hashed once
+    for name, variant in spec.variants.items():
+        for seed in spec.seeds_of(name):
+            folder = spec.results / "models" / name / f"seed{seed}"
+            try:
+                record = read_record(folder)
+            except ValueError as err:
+                raise NmtlibError(str(err)) from None
+            if record is None:
+                continue
+            found = differences(record, variant, seed, recorded_files(record, spec.results), digests)
+            if found:
+                raise NmtlibError(f"{folder}: not a model of variant {name} ({'; '.join(found)}); the tables would "
+                                  f"report it as one: remove {folder} and run snakemake again to retrain it")
 
 
 def stopped_by_max_steps(model: Path) -> int:
