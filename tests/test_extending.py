@@ -150,9 +150,10 @@ def env(tmp_path_factory) -> dict[str, str]:
 
 def test_the_recipe_says_what_this_test_does():
     recipe = RECIPE.read_text(encoding="utf-8").split("## Adding an attention mechanism")[1].split("\n## ")[0]
+    recipe = " ".join(recipe.split())  # as words, however the lines are wrapped
     for step in ("(or a module of its own)", "`graph_key(step, tau=None)`", "`from_config(score, cfg)`",
                  "`MECHANISMS` in `nmtlib/registry.py`", "on the `PYTHONPATH`", "`parameters=lambda m:",
-                 "`ModelConfig`\n   (or `TrainConfig`, `DecodeConfig`) in `nmtlib/config/variant.py`",
+                 "`ModelConfig` (or `TrainConfig`, `DecodeConfig`) in `nmtlib/config/variant.py`",
                  "`option(default, help, range)`", "`--variant-json`", "tests/test_extending.py"):
         assert step in recipe, step
 
