@@ -89,16 +89,22 @@ def load_vocabulary(path: str | Path) -> Vocabulary:
     return Vocabulary(read_lines(path)) if is_stdin(path) else Vocabulary.load(path)
 
 
-def load_forced_decoding_inputs(args: argparse.Namespace,
-                                device: torch.device) -> tuple[Seq2Seq, dict[str, Any], ParallelData]:
-    """The model, its record and the parallel text that :func:`add_forced_decoding_arguments` name:
-    the text encoded with the vocabulary files given (checked against the model; ``-`` is standard
-    input) or, without them, with those model.pt carries (as ``nmtlib translate`` does).
+def load_forced_decoding_inputs(args: argparse.Namespace, outputs: tuple[str, ...] = ("out",)
+                                ) -> tuple[Seq2Seq, dict[str, Any], ParallelData, torch.device]:
+    """How a command of :func:`add_forced_decoding_arguments` begins (``align``, ``evaluate
+    perplexity``): at most one of its inputs from standard input (:func:`one_stdin`, ``outputs``
+    aside), PyTorch's threads set, the device chosen; then the model, its record, the parallel text
+    and that device. The text is encoded with the vocabulary files given (checked against the
+    model; ``-`` is standard input) or, without them, with those model.pt carries (as ``nmtlib
+    translate`` does).
 
     :raises NmtlibError: in one line, naming the file."""
-    from nmtlib.checkpoint import embedded_vocabularies, load_model
+    from nmtlib.checkpoint import embedded_vocabularies, load_model, select_device
     from nmtlib.data.batching import ParallelData
 
+    one_stdin(args, outputs)
+    set_threads(args.threads)
+    device = select_device(args.device)
     if (args.src_vocab is None) != (args.tgt_vocab is None):
         raise NmtlibError("give both vocabulary files (--src-vocab and --tgt-vocab), or neither for the model's own")
     try:
@@ -112,7 +118,7 @@ def load_forced_decoding_inputs(args: argparse.Namespace,
         data = ParallelData.load(args.src, args.tgt, src_vocab, tgt_vocab)
     except (ValueError, OSError) as err:  # OSError: a file that cannot be read
         raise NmtlibError(str(err)) from None
-    return model, record, data
+    return model, record, data, device
 
 
 def add_threads_argument(parser: argparse.ArgumentParser) -> None:

@@ -12,8 +12,13 @@ order all read :data:`MECHANISMS`; adding a mechanism is its class and one entry
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+
+def _no_parameters(cfg: Any) -> int:
+    return 0
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,10 @@ class Mechanism:
     #: on (the class's ``gated``; Shu & Nakayama's Flexible Attention). The report keys its τ sweeps,
     #: window figures and Shu's claims on this, not on a name.
     gated: bool = False
+    #: the number of parameters the class adds to its score function, from the model's
+    #: ``ModelConfig`` (plain arithmetic: :func:`nmtlib.config.estimate_parameters` counts a model
+    #: without torch; tests/test_config_traps.py holds it to the built class)
+    parameters: Callable[[Any], int] = _no_parameters
 
     def load(self) -> Any:
         """The implementing class (imports torch)."""
@@ -46,9 +55,12 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("global", f"{_ATT}:GlobalAttention", "Luong et al. 2015 §3.1; Bahdanau et al. 2015 Eq. 5–6"),
     Mechanism("local-m", f"{_ATT}:LocalMonotonicAttention", "Luong et al. 2015 §3.2", options=("window",)),
     Mechanism("local-p", f"{_ATT}:LocalPredictiveAttention", "Luong et al. 2015 §3.2, Eq. 10–11",
-              options=("window",)),
+              # W_p and v_p of Eq. 10
+              options=("window",), parameters=lambda m: m.hidden_size * m.hidden_size + m.hidden_size),
     Mechanism("flexible", f"{_ATT}:FlexibleAttention", "Shu & Nakayama 2017 §3",
-              options=("sigma", "train.beta", "decode.taus"), gated=True),
+              options=("sigma", "train.beta", "decode.taus"), gated=True,
+              # W_g, v_g and b_g of Eq. 8
+              parameters=lambda m: (m.hidden_size + m.embedding_size) * m.hidden_size + m.hidden_size + 1),
 )
 
 ATTENTION_NAMES: tuple[str, ...] = tuple(m.name for m in MECHANISMS)

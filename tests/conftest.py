@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from nmtlib.registry import MECHANISMS
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -92,6 +94,11 @@ ALL_VARIANTS: dict[str, dict] = {
     "shu-global": dict(SMALL, arch="shu", output_size=16),
     "shu-flexible": dict(SMALL, arch="shu", attention="flexible", output_size=16),
 }
+# Every mechanism of the registry is in: one that no variant above names (a mechanism added by
+# docs/extending.md's recipe) gets a toy variant of its own, so the tests that take ALL_VARIANTS
+# build, run and decode it with no edit here.
+ALL_VARIANTS.update({f"{m.name}-general-feed": dict(SMALL, layers=1, attention=m.name, score="general")
+                     for m in MECHANISMS if m.name not in {v.get("attention") for v in ALL_VARIANTS.values()}})
 
 
 @contextlib.contextmanager

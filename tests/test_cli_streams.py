@@ -80,6 +80,18 @@ def test_two_arguments_cannot_both_read_stdin(files):
     assert run.stderr == "nmtlib score: error: --ref and --hyp read standard input (-): only one file can come from it\n"
 
 
+@pytest.mark.parametrize("command", [("align", "--links-out", "links.txt"), ("evaluate", "perplexity")],
+                         ids=["align", "evaluate-perplexity"])
+def test_a_forced_decoding_command_takes_one_input_from_stdin(files, tmp_path, command):
+    """``align`` and ``evaluate perplexity`` begin alike (``cli.load_forced_decoding_inputs``): the
+    check comes before the model is read (there is none here)."""
+    run = nmtlib(*command, "--model", str(tmp_path / "none.pt"), "--src", "-", "--tgt", "-", "--out",
+                 str(tmp_path / "out"), stdin=SRC_TGT)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr == (f"nmtlib {command[0]}: error: --src and --tgt read standard input (-): only one file can "
+                          f"come from it\n")
+
+
 def test_a_closed_pipe_ends_the_command_quietly(files):
     """``nmtlib score bleu ... | head -1`` where head has gone: no BrokenPipeError traceback."""
     read, write = os.pipe()

@@ -151,7 +151,7 @@ def test_config_error_names_the_key_before_any_job(tmp_path, change, expected):
     assert not (tmp_path / "results").exists() and not injected_files(tmp_path)
 
 
-# One definition of each option (nmtlib/config.py) checks it wherever it comes in: the workflow
+# One definition of each option (nmtlib/config/variant.py) checks it wherever it comes in: the workflow
 # config, ``nmtlib train --set`` and the flags of ``nmtlib translate``. Expected messages by hand.
 ENTRY_POINT_CASES = [
     # (section, key, bad value, the workflow's message, the CLI's arguments, the CLI's message)

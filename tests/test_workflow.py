@@ -162,10 +162,11 @@ def test_registry_names_match_the_model_classes():
 
     classes = {m.name: m.load() for m in MECHANISMS}
     assert all(issubclass(cls, attention.Attention) and cls.name == name for name, cls in classes.items())
-    # every mechanism class of the models is declared, so none is unreachable from a config
+    # every mechanism class of the models is declared, so none is unreachable from a config (a
+    # declared class may live in a module of its own: docs/extending.md)
     defined = {cls for cls in vars(attention).values()
                if isinstance(cls, type) and issubclass(cls, attention.Attention) and cls.name}
-    assert defined == set(classes.values())
+    assert defined <= set(classes.values())
     assert tuple(SCORES) == SCORE_NAMES
 
 

@@ -24,17 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nmtlib.cli import set_threads
-
-    set_threads(args.threads)
     import numpy as np
 
     from nmtlib.decode.forced import alignment_rows, forced_attention
     from nmtlib.metrics.aer import alignments_from_attention, format_links
-    from nmtlib.checkpoint import select_device
 
-    device = select_device(args.device)
-    model, _, data = load_forced_decoding_inputs(args, device)
+    model, _, data, device = load_forced_decoding_inputs(args, outputs=("out", "links_out", "predicted_links_out"))
     if not model.has_attention:
         raise NmtlibError(f"{args.model}: a model without attention has no alignments to export")
     claim_outputs(args.out, args.links_out, *([args.predicted_links_out] if args.predicted_links_out else []))

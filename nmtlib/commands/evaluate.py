@@ -138,15 +138,10 @@ def _mean(values) -> float:
 
 
 def run_perplexity(args: argparse.Namespace) -> int:
-    from nmtlib.cli import set_threads
     from nmtlib.metrics.perplexity import perplexity
-    from nmtlib.checkpoint import select_device
     from nmtlib.train.trainer import evaluate_nll
 
-    one_stdin(args)
-    set_threads(args.threads)
-    device = select_device(args.device)
-    model, record, data = load_forced_decoding_inputs(args, device)
+    model, record, data, device = load_forced_decoding_inputs(args)
     claim_outputs(args.out)  # refused now, not after the model has run
     nll, tokens = evaluate_nll(model, data, args.batch_size, device)
     try:

@@ -43,7 +43,7 @@ from torch import Tensor
 from nmtlib.config import DecodeConfig
 from nmtlib.data.batching import Batch
 from nmtlib.data.vocab import BOS_ID, EOS_ID
-from nmtlib.decode.steps import EagerSteps, Ensemble, PendingStep, StepSource
+from nmtlib.decode.steps import CandidateRow, EagerSteps, Ensemble, PendingStep, StepSource
 from nmtlib.metrics.window import sentence_window
 
 T = TypeVar("T")
@@ -213,7 +213,7 @@ def beam_search_steps(
         yield  # the device computes the step; another search may do its bookkeeping meanwhile
         host, w = pending.result()
         V = steps.vocab_size
-        n_top = min(2 * K, width * V)
+        layout = CandidateRow.of(K, width, V)
         weights.append(w)
         rows_all: list[int] = []
         toks_all: list[int] = []
@@ -222,9 +222,9 @@ def beam_search_steps(
         for i, b in enumerate(active):
             st = sent[b]
             if w is not None:
-                _count_evaluations(st, host[i][2 * n_top + width:], scores_l[i])
+                _count_evaluations(st, host[i][layout.evaluations], scores_l[i])
             base = i * width
-            rows, toks, scs = _sentence_step(st, host[i], scores_l[i], t, t + 1 >= limits[b], base, n_top, V, K,
+            rows, toks, scs = _sentence_step(st, host[i], layout, scores_l[i], t, t + 1 >= limits[b], base, V, K,
                                              length_norm)
             if st.done:
                 continue
@@ -259,27 +259,28 @@ def _count_evaluations(st: _SentenceState, counts: list[float], scores: list[flo
 
 
 def _sentence_step(
-    st: _SentenceState, host: list[float], scores: list[float], t: int, at_limit: bool, base: int, n_top: int,
-    V: int, K: int, length_norm: bool,
+    st: _SentenceState, host: list[float], layout: CandidateRow, scores: list[float], t: int, at_limit: bool,
+    base: int, V: int, K: int, length_norm: bool,
 ) -> tuple[list[int], list[int], list[float]]:
-    """One sentence's decisions at step ``t`` from its host row of :func:`~nmtlib.decode.steps.candidates`:
-    the hypotheses it finishes (into ``st.finished``), whether it is done, and the rows, tokens
-    and scores of the (at most K) hypotheses it goes on with. ``base``: its first row in the step."""
+    """One sentence's decisions at step ``t`` from its host row of :func:`~nmtlib.decode.steps.candidates`
+    (laid out as ``layout`` says): the hypotheses it finishes (into ``st.finished``), whether it is
+    done, and the rows, tokens and scores of the (at most K) hypotheses it goes on with. ``base``:
+    its first row in the step."""
     width = len(scores)
     rows: list[int] = []
     toks: list[int] = []
     scs: list[float] = []
     if at_limit:
         # length limit: every live hypothesis ends here with <eos>
-        eos_lp = host[2 * n_top:2 * n_top + width]
+        eos_lp = host[layout.eos]
         for k in range(width):
             if scores[k] != NEG:
                 raw = scores[k] + eos_lp[k]
                 st.finished.append(_Finished(raw / (t + 1) if length_norm else raw, raw, t, base + k))
         st.done = True
         return rows, toks, scs
-    cand_scores, cand_idx = host[:n_top], host[n_top:2 * n_top]
-    for rank in range(n_top):
+    cand_scores, cand_idx = host[layout.scores], host[layout.indices]
+    for rank in range(layout.n):
         sc = cand_scores[rank]
         if sc == NEG or len(rows) == K:
             break

@@ -10,7 +10,8 @@ the small :class:`Steps` protocol: :class:`EagerSteps` runs each step as it come
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from itertools import accumulate
+from typing import NamedTuple, Protocol
 
 import torch
 from torch import Tensor
@@ -122,12 +123,37 @@ class Ensemble:
                 for memory, state in states]
 
 
+class CandidateRow(NamedTuple):
+    """Where each part of a sentence's host row of :func:`candidates` lies: the one layout that
+    :func:`candidates` packs (in this order) and the search reads (by these slices)."""
+
+    scores: slice  #: its n best total scores, best first
+    indices: slice  #: their flat indices row·V + token
+    eos: slice  #: each of its rows' ``<eos>`` log-probability (for the length limit)
+    evaluations: slice  #: each of its rows' score evaluations (zeros without attention)
+
+    @classmethod
+    def of(cls, K: int, width: int, V: int) -> CandidateRow:
+        """The layout for a beam of ``K``, ``width`` rows per sentence and ``V`` target words: the
+        n = min(2K, width·V) best expansions (K to go on even if K end in ``<eos>``), then one
+        value per row of each per-row part."""
+        n = min(2 * K, width * V)
+        sizes = (n, n, width, width)
+        return cls(*(slice(end - size, end) for size, end in zip(sizes, accumulate(sizes))))
+
+    @property
+    def n(self) -> int:
+        """The number of expansions a sentence's row holds."""
+        return self.scores.stop - self.scores.start
+
+
 def candidates(lp: Tensor, scores: Tensor, A: int, width: int, K: int, ev: Tensor | None) -> Tensor:
-    """Everything the host needs from one beam step, as one (A, 2·n + 2·width) float64 matrix to
-    move in one transfer: per sentence its n = min(2K, width·V) best expansions (total scores,
-    then flat indices row·V + token, best first), then each row's ``<eos>`` log-probability (for
-    the length limit) and its score evaluations (zeros without attention)."""
+    """Everything the host needs from one beam step, as one (A, row length) float64 matrix to
+    move in one transfer, a sentence's row laid out as :class:`CandidateRow` says: its n best
+    expansions (total scores, then flat indices row·V + token, best first), then each row's
+    ``<eos>`` log-probability and its score evaluations."""
     V = lp.shape[-1]
+    layout = CandidateRow.of(K, width, V)
     eos = lp[:, EOS_ID].view(A, width).double()  # read before the totals overwrite lp
     # The totals are written over ``lp``, which nothing reads after this step: no second
     # (rows, V) tensor to allocate and fill, and the same sums. One topk over each sentence's
@@ -135,9 +161,10 @@ def candidates(lp: Tensor, scores: Tensor, A: int, width: int, K: int, ev: Tenso
     # candidates but measured no faster on an H100 and slower on a CPU below about 10K target
     # words (benchmarks/RESULTS.md, G5).
     total = lp.view(A, width, V).add_(scores.unsqueeze(2)).view(A, width * V)
-    top_scores, top_idx = total.topk(min(2 * K, width * V), dim=1)  # sorted
+    top_scores, top_idx = total.topk(layout.n, dim=1)  # sorted
     counts = ev.view(A, width).double() if ev is not None else lp.new_zeros(A, width, dtype=torch.float64)
-    return torch.cat([top_scores.double(), top_idx.double(), eos, counts], 1)
+    parts = {"scores": top_scores.double(), "indices": top_idx.double(), "eos": eos, "evaluations": counts}
+    return torch.cat([parts[name] for name in CandidateRow._fields], 1)
 
 
 class EagerSteps:
