@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from nmtlib.atomic import atomic_write
+from nmtlib.layout import Layout
 from nmtlib.report.collect import (SD, ExperimentSpec, Ours, data_description, ensemble_assignments, gated,
                                    parse_tau, smoke_run, summary_columns, translation_rows)
 from nmtlib.report.metrics import METRICS, metrics_in
@@ -37,6 +38,8 @@ from nmtlib.report.significance import FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, U
 from nmtlib.report.paper import TABLES, PaperRow, PaperTable, resolve_paper_row, tables_with_rows
 
 MISSING = "—"
+#: the files of a table: every column (CSV), and its Markdown and HTML renderings (:func:`write_table`)
+RENDERINGS = ("csv", "md", "html")
 
 #: the two ways of reading forced-decoding attention as word alignments, said under every table
 #: with an AER column (the summary's ``aer_fn14`` / ``aer_predicted_word``, Luong Table 6's ``ours_*``)
@@ -271,15 +274,15 @@ class _Builder:
         return (f"No row of {t.citation} has a number of ours in experiment `{self.spec.experiment}`, so this "
                 f"table is left empty: {'; '.join(mapped)}. Paper: {t.reference}.")
 
-    def write(self, df: pd.DataFrame, folder: Path) -> pd.DataFrame:
+    def write(self, df: pd.DataFrame, out: Layout[Path]) -> pd.DataFrame:
         t = self.table
         title = f"{t.citation}: {t.title}"
         if not has_ours(df):
-            write_table(df.iloc[0:0], folder / f"{t.name}.csv", title, empty=self.why_empty(df))
+            write_table(df.iloc[0:0], out.table(t.name), title, empty=self.why_empty(df))
             return df
         # the header says the experiment, the data and the paper; a row's own source stays visible
         same_source = "paper_source" in df and (df["paper_source"] == t.citation).all()
-        write_table(df, folder / f"{t.name}.csv", title, t.notes, self.header(),
+        write_table(df, out.table(t.name), title, t.notes, self.header(),
                     md_drop=("experiment", "ours_data", *(("paper_source",) if same_source else ())))
         return df
 
@@ -493,9 +496,9 @@ def shu_table3(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
     return df
 
 
-def write_paper_tables(spec: ExperimentSpec, folder: Path) -> dict[str, pd.DataFrame]:
-    """The paper tables of which the experiment regenerates a row (:func:`paper_tables`) under
-    ``folder`` (CSV, Markdown, HTML), and the tables built. The files of the other paper tables,
+def write_paper_tables(spec: ExperimentSpec, out: Layout[Path]) -> dict[str, pd.DataFrame]:
+    """The paper tables of which the experiment regenerates a row (:func:`paper_tables`) in the
+    results folder ``out`` (CSV, Markdown, HTML), and the tables built. The files of the other paper tables,
     left by an earlier config, are removed: a table no variant regenerates any more would show
     stale numbers of ours. A table whose mapped rows have no number yet (:func:`has_ours`) is
     written empty, saying why in one line."""
@@ -515,10 +518,10 @@ def write_paper_tables(spec: ExperimentSpec, folder: Path) -> dict[str, pd.DataF
     for name in TABLES:
         if name in written:
             built[name] = builders[name]()
-            _Builder(spec, ours, TABLES[name]).write(built[name], folder)
+            _Builder(spec, ours, TABLES[name]).write(built[name], out)
         else:
-            for ext in ("csv", "md", "html"):
-                (folder / f"{name}.{ext}").unlink(missing_ok=True)
+            for ext in RENDERINGS:
+                out.table(name, ext).unlink(missing_ok=True)
     return built
 
 
