@@ -34,11 +34,6 @@ PAPER_TABLES = list(_PAPER)
 TABLES = [*OVERVIEW, *PAPER_TABLES]
 #: the figures it writes (the workflow's REPORT_FIGURES)
 FIGURES = ["learning_curves", "bleu_by_length", "attention_heatmaps", "window_tradeoff", "vision_span"]
-#: the HTML report's landing page, under --out (the workflow's report rule declares it)
-LANDING = str(Layout(Path()).landing())
-#: per table, its metric columns as reStructuredText, under --out, for the table's caption
-#: (``workflow/report/<table>.rst`` includes it; the report rule declares them)
-COLUMNS = str(Layout(Path()).columns("{table}"))
 
 
 def tables_written(paper_rows: Mapping[str, Mapping[str, Any] | None], ensembles: Iterable[str],
