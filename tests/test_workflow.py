@@ -49,7 +49,13 @@ def test_tiny_workflow_produces_tables_figures_and_is_complete(tiny_run):
     for png in ("learning_curves", "bleu_by_length", "attention_heatmaps"):
         assert (res / "figures" / f"{png}.png").stat().st_size > 5000
     # every job went through its rule's log
-    assert (tiny_run / "logs" / "tiny" / "train_model" / "base.seed1.log").exists()
+    logs = tiny_run / "logs" / "tiny"
+    assert (logs / "train_model" / "base.seed1.log").exists()
+    # and each one that does real work (all but decode_settings, which writes a small JSON) has its
+    # benchmark file beside it: logs/tiny/<rule>/<job>.log, logs/tiny/benchmark/<rule>/<job>.tsv
+    jobs = {p.relative_to(logs).with_suffix("") for p in logs.rglob("*.log")}
+    timed = {p.relative_to(logs / "benchmark").with_suffix("") for p in (logs / "benchmark").rglob("*.tsv")}
+    assert timed == {j for j in jobs if j.parts[0] != "decode_settings"} and len(timed) == 19
     # a finished model folder keeps one copy of its weights and no resume state (train.keep_checkpoints: false)
     assert sorted(p.name for p in (res / "models" / "base" / "seed1").iterdir()) == ["env.json", "model.pt",
                                                                                       "train_log.csv"]

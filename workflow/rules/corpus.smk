@@ -22,6 +22,8 @@ if SYNTHETIC:
             test=DATA["synthetic"]["test"],
         log:
             LOGS.job("generate_corpus"),
+        benchmark:
+            LOGS.benchmark("generate_corpus")
         resources:
             mem_mb=1000,
             runtime=10,
@@ -42,6 +44,8 @@ else:
             files=" ".join(f"--file {shlex.quote(name)}" for name in needed_entries()),
         log:
             LOGS.job("download_corpus"),
+        benchmark:
+            LOGS.benchmark("download_corpus")
         resources:
             mem_mb=1000,
             runtime=120,
@@ -64,6 +68,8 @@ else:
             cache=corpus_cache(),
         log:
             LOGS.job("copy_split", "{split}.{side}"),
+        benchmark:
+            LOGS.benchmark("copy_split", "{split}.{side}")
         resources:
             mem_mb=1000,
             runtime=30,
@@ -84,6 +90,8 @@ else:
             cache=corpus_cache(),
         log:
             LOGS.job("copy_dictionary"),
+        benchmark:
+            LOGS.benchmark("copy_dictionary")
         resources:
             mem_mb=1000,
             runtime=30,

@@ -20,6 +20,8 @@ rule score_translation:
         width=config.get("report", {}).get("bucket_width", 10),
     log:
         LOGS.job("score_translation", "{variant}.{run}.{setting}"),
+    benchmark:
+        LOGS.benchmark("score_translation", "{variant}.{run}.{setting}")
     resources:
         mem_mb=2000,
         runtime=30,
@@ -41,6 +43,8 @@ rule test_perplexity:
         RESULTS.scores("{variant}", "seed{seed}", "ppl"),
     log:
         LOGS.job("test_perplexity", "{variant}.seed{seed}"),
+    benchmark:
+        LOGS.benchmark("test_perplexity", "{variant}.seed{seed}")
     threads: THREADS
     resources:
         **GPU,
@@ -65,6 +69,8 @@ rule export_attention:
         predicted=RESULTS.predicted_links("{variant}", "seed{seed}"),
     log:
         LOGS.job("export_attention", "{variant}.seed{seed}"),
+    benchmark:
+        LOGS.benchmark("export_attention", "{variant}.seed{seed}")
     threads: THREADS
     resources:
         **GPU,
@@ -88,6 +94,8 @@ rule score_alignment:
         RESULTS.scores("{variant}", "seed{seed}", "aer"),
     log:
         LOGS.job("score_alignment", "{variant}.seed{seed}"),
+    benchmark:
+        LOGS.benchmark("score_alignment", "{variant}.seed{seed}")
     resources:
         mem_mb=1000,
         runtime=10,

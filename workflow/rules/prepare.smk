@@ -17,6 +17,8 @@ rule prepare_split:
         options=prepare_options,
     log:
         LOGS.job("prepare_split", "{split}"),
+    benchmark:
+        LOGS.benchmark("prepare_split", "{split}")
     resources:
         mem_mb=4000,
         runtime=120,
@@ -51,6 +53,8 @@ checkpoint build_vocab:
         size=lambda w: DATA["vocab_size"][w.side],
     log:
         LOGS.job("build_vocab", "{side}"),
+    benchmark:
+        LOGS.benchmark("build_vocab", "{side}")
     resources:
         mem_mb=2000,
         runtime=30,

@@ -39,6 +39,8 @@ rule make_report:
         spec_sha256=hashlib.sha256(REPORT_SPEC.encode()).hexdigest()[:16],
     log:
         LOGS.job("make_report"),
+    benchmark:
+        LOGS.benchmark("make_report")
     resources:
         mem_mb=4000,
         runtime=30,

@@ -5,7 +5,7 @@
 # The experiment's decoding options of each variant, beside its models: `nmtlib translate` on a
 # model of these results decodes as the experiment did (beam, length limit, normalisation, unk
 # replacement and its dictionary, by path and sha256; τ = ∞): byte for byte the `.unk.txt` of
-# rule translate at its first setting.
+# rule translate at its first setting. No benchmark: the job writes a small JSON file in a second.
 rule decode_settings:
     input:
         dictionary=lambda w: [dictionary()] if dictionary_option(w) else [],
