@@ -226,6 +226,24 @@ def test_unk_replace_false_reaches_every_translate_command(tmp_path):
     assert [s["unk_replace"] for s in translate_settings(on.stdout)] == [True] * 3
 
 
+def test_an_ensemble_decodes_with_the_experiments_beam_and_its_first_members_other_options(tmp_path):
+    """config/README.md, ``ensembles``: the experiment's ``decode.beam`` at τ = ∞, and the first
+    member's other decoding options (here its own length limit and normalisation, not the second's)."""
+    def change(c):
+        c["ensembles"]["ens"] = ["global-general-feed", "base"]
+        c["variants"]["global-general-feed"]["decode"] = {"beam": 5, "max_len_ratio": 1.5, "length_norm": True}
+        c["variants"]["base"]["decode"] = {"beam": 4, "max_len_ratio": 3.0}
+
+    run = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(write_config(tmp_path, change)),
+                    timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    ensemble = [line for line in run.stdout.splitlines() if " translate " in line and "/ens/ensemble/test." in line]
+    assert len(ensemble) == 1 and "results/tiny/translations/ens/ensemble/test.beam3 " in ensemble[0], ensemble
+    settings = translate_settings(ensemble[0])[0]
+    assert (settings["beam"], settings["tau"], settings["max_len_ratio"], settings["length_norm"]) == (3, None, 1.5,
+                                                                                                     True)
+
+
 def translate_settings(dry_run: str) -> list[dict]:
     """The ``--decode-json`` of every translate job in ``snakemake -n -p`` output."""
     out = []
