@@ -217,8 +217,10 @@ def assignments(spec: ExperimentSpec) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-class _Builder:
-    """Shared pieces of every paper table: row mapping, provenance, ``ours_from``."""
+class Builder:
+    """Shared pieces of every paper table's builder (:attr:`nmtlib.report.paper.PaperTable.build`):
+    the variants regenerating each row, our numbers' provenance (``ours_from``), the columns every
+    table ends with, and the writing."""
 
     def __init__(self, spec: ExperimentSpec, ours: Ours, table: PaperTable):
         self.spec, self.ours, self.table = spec, ours, table
@@ -319,7 +321,7 @@ def progressive_table(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd
     skipped rows (say a 2-model ensemble after replacement against the base model before it) is not
     the paper's comparison.
     """
-    b = _Builder(spec, ours, table)
+    b = Builder(spec, ours, table)
     chain = [r for r in table.rows if r.progressive]
     above = {r.key: prev for prev, r in zip(chain, chain[1:])}  # row key → the chain's row above it
     got: dict[str, float] = {}  # row key → our BLEU of its first variant with a result
@@ -351,9 +353,9 @@ def progressive_table(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd
     return pd.DataFrame(rows)
 
 
-def luong_table4(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
+def luong_table4(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
     """Attentional architectures: test perplexity, BLEU before and after unknown-word replacement."""
-    b = _Builder(spec, ours, TABLES["luong_table4"])
+    b = Builder(spec, ours, table)
     rows = []
     for prow in b.table.rows:
         for name in b.names(prow):
@@ -369,8 +371,8 @@ def luong_table4(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def luong_table6(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
-    b = _Builder(spec, ours, TABLES["luong_table6"])
+def luong_table6(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
+    b = Builder(spec, ours, table)
     rows = []
     for prow in b.table.rows:
         for name in b.names(prow):
@@ -387,8 +389,8 @@ def luong_table6(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def bahdanau_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
-    b = _Builder(spec, ours, TABLES["bahdanau_table1"])
+def bahdanau_table1(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
+    b = Builder(spec, ours, table)
     rows = []
     for prow in b.table.rows:
         for name in b.names(prow):
@@ -407,9 +409,9 @@ def _tau_text(tau: float | None) -> str:
     return "∞" if tau is None else f"{tau:g}"
 
 
-def shu_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
+def shu_table1(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
     """Window, BLEU and RIBES per model and τ; our other τ settings follow as rows of their own."""
-    b = _Builder(spec, ours, TABLES["shu_table1"])
+    b = Builder(spec, ours, table)
     rows: list[dict[str, Any]] = []
     shown: set[tuple[str, str]] = set()
     flexible: list[str] = []  # mapped variants of a gated mechanism (Flexible Attention), for the extra τ rows
@@ -464,9 +466,9 @@ def _nearest_setting(ours: Ours, name: str, tau: float | None) -> str | None:
     return ours.setting(name, min(finite, key=lambda t: abs(t - tau))) if finite else ours.setting(name, None)
 
 
-def shu_table3(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
+def shu_table3(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
     """Decode time per sentence; ratios to Global compare across hardware."""
-    b = _Builder(spec, ours, TABLES["shu_table3"])
+    b = Builder(spec, ours, table)
     rows = []
     for prow in b.table.rows:
         for name in b.names(prow):
@@ -503,22 +505,12 @@ def write_paper_tables(spec: ExperimentSpec, out: Layout[Path]) -> dict[str, pd.
     stale numbers of ours. A table whose mapped rows have no number yet (:func:`has_ours`) is
     written empty, saying why in one line."""
     ours = Ours(spec)
-    builders = {
-        "luong_table1": lambda: progressive_table(spec, ours, TABLES["luong_table1"]),
-        "luong_table3": lambda: progressive_table(spec, ours, TABLES["luong_table3"]),
-        "luong_table4": lambda: luong_table4(spec, ours),
-        "luong_table6": lambda: luong_table6(spec, ours),
-        "bahdanau_table1": lambda: bahdanau_table1(spec, ours),
-        "shu_table1": lambda: shu_table1(spec, ours),
-        "shu_table3": lambda: shu_table3(spec, ours),
-    }
-    assert set(builders) == set(TABLES), "one builder per paper table"
     written = paper_tables(spec)
     built = {}
-    for name in TABLES:
+    for name, table in TABLES.items():
         if name in written:
-            built[name] = builders[name]()
-            _Builder(spec, ours, TABLES[name]).write(built[name], out)
+            built[name] = table.builder()(spec, ours, table)
+            Builder(spec, ours, table).write(built[name], out)
         else:
             for ext in RENDERINGS:
                 out.table(name, ext).unlink(missing_ok=True)
