@@ -26,10 +26,7 @@ from typing import Any
 
 from nmtlib.config import trained_options
 from nmtlib.files import sha256_file
-
-#: the record, beside ``model.pt``
-RECORD = "env.json"
-
+from nmtlib.layout import RECORD, Layout
 
 def read_record(folder: str | Path) -> dict[str, Any] | None:
     """A model folder's ``env.json``, or None where there is none (no training has started there).
@@ -69,10 +66,11 @@ def recorded_digests(record: dict[str, Any]) -> dict[str, tuple[str, str]]:
 
 
 def recorded_files(record: dict[str, Any], results: str | Path) -> dict[str, Path]:
-    """Role → the file of the experiment folder ``results`` in that role now: the recorded path's
-    last two parts (``data/train.src``) under ``results``, wherever the folder was at training."""
-    return {role: Path(results).joinpath(*Path(path).parts[-2:])
-            for role, (path, _) in recorded_digests(record).items()}
+    """Role → the file of the experiment folder ``results`` in that role now
+    (:meth:`nmtlib.layout.Layout.train_inputs`), for each role the record names: what the
+    variant would train on, wherever the folder was at training."""
+    now = Layout(Path(results)).train_inputs()
+    return {role: now[role] for role in recorded_digests(record)}
 
 
 def differences(record: dict[str, Any], variant: dict[str, Any], seed: int,

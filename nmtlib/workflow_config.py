@@ -23,6 +23,7 @@ import yaml
 
 from nmtlib.config import (ConfigError, is_number, DecodeConfig, ModelConfig, TrainConfig, VariantConfig, closest,
                            did_you_mean, estimate_parameters, options_schema, resolve_variant, yaml_number_hint)
+from nmtlib.layout import Layout
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -373,23 +374,19 @@ def preprocess_record(data: dict[str, Any]) -> str:
 
 def results_dir(config: dict[str, Any]) -> str:
     """Where the workflow writes an experiment's results (relative to where it runs)."""
-    return f"results/{config['experiment']}"
+    return Layout.of(config["experiment"]).root
 
 
 def train_files(config: dict[str, Any], variants: dict[str, VariantConfig], name: str, seed: int) -> dict[str, str]:
     """The files that train seed ``seed`` of variant ``name``, as the workflow lays them out: the
     prepared data, the vocabularies, the parent's model of a fine-tuning stage (``init``), and the
     model folder (``out``)."""
-    r = results_dir(config)
-    files = {
-        "train_src": f"{r}/data/train.src", "train_tgt": f"{r}/data/train.tgt",
-        "dev_src": f"{r}/data/dev.src", "dev_tgt": f"{r}/data/dev.tgt",
-        "src_vocab": f"{r}/vocab/src.txt", "tgt_vocab": f"{r}/vocab/tgt.txt",
-    }
+    layout = Layout.of(config["experiment"])
+    files = layout.train_inputs()
     parent = variants[name].finetune_from
     if parent is not None:
-        files["init"] = f"{r}/models/{parent}/seed{seed}/model.pt"
-    files["out"] = f"{r}/models/{name}/seed{seed}"
+        files["init"] = layout.model(parent, f"seed{seed}")
+    files["out"] = layout.model_dir(name, f"seed{seed}")
     return files
 
 

@@ -449,3 +449,21 @@ def test_every_output_has_a_caption() -> None:
         caption = repo / "workflow" / "report" / f"{name}.rst"
         assert caption.exists() and len(caption.read_text(encoding="utf-8")) > 100, name
     assert set(TABLES) == {"summary", "findings", *paper.TABLES}
+
+
+def test_a_paper_table_is_one_declaration() -> None:
+    """A paper table's builder, report entry and caption come from its :class:`PaperTable` alone
+    (issue #43): every declared builder imports, every caption belongs to an entry (a table's, a
+    figure's, or the landing page's ``workflow.rst``), and a declaration without a builder fails."""
+    from nmtlib.report.page import ENTRIES, PAPER_TABLES
+
+    for name, table in paper.TABLES.items():
+        assert callable(table.builder()), name
+        assert ENTRIES[name] == {"category": PAPER_TABLES, "labels": {"paper": table.paper, "table": table.table,
+                                                                      "shows": table.shows}}
+    captions = {p.stem for p in (Path(__file__).resolve().parents[1] / "workflow" / "report").glob("*.rst")}
+    assert captions == {*ENTRIES, "workflow"}
+    with pytest.raises(ValueError, match="build is 'module:function'"):
+        paper.PaperTable("luong_table9", paper.LUONG, "Table 9", "title", "setting", (), build="tables", shows="x")
+    # the ensemble rows are the rows keyed ``ensemble``, wherever a table has one
+    assert paper.ensemble_tables(["e", "f"], None) == {"luong_table1": ["e"], "luong_table6": ["e"]}

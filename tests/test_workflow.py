@@ -49,7 +49,13 @@ def test_tiny_workflow_produces_tables_figures_and_is_complete(tiny_run):
     for png in ("learning_curves", "bleu_by_length", "attention_heatmaps"):
         assert (res / "figures" / f"{png}.png").stat().st_size > 5000
     # every job went through its rule's log
-    assert (tiny_run / "logs" / "tiny" / "train_model" / "base.seed1.log").exists()
+    logs = tiny_run / "logs" / "tiny"
+    assert (logs / "train_model" / "base.seed1.log").exists()
+    # and each one that does real work (all but decode_settings, which writes a small JSON) has its
+    # benchmark file beside it: logs/tiny/<rule>/<job>.log, logs/tiny/benchmark/<rule>/<job>.tsv
+    jobs = {p.relative_to(logs).with_suffix("") for p in logs.rglob("*.log")}
+    timed = {p.relative_to(logs / "benchmark").with_suffix("") for p in (logs / "benchmark").rglob("*.tsv")}
+    assert timed == {j for j in jobs if j.parts[0] != "decode_settings"} and len(timed) == 19
     # a finished model folder keeps one copy of its weights and no resume state (train.keep_checkpoints: false)
     assert sorted(p.name for p in (res / "models" / "base" / "seed1").iterdir()) == ["env.json", "model.pt",
                                                                                       "train_log.csv"]
@@ -219,6 +225,24 @@ def test_unk_replace_false_reaches_every_translate_command(tmp_path):
     on = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(write_config(tmp_path, lambda c: None)),
                    timeout=120)
     assert [s["unk_replace"] for s in translate_settings(on.stdout)] == [True] * 3
+
+
+def test_an_ensemble_decodes_with_the_experiments_beam_and_its_first_members_other_options(tmp_path):
+    """config/README.md, ``ensembles``: the experiment's ``decode.beam`` at τ = ∞, and the first
+    member's other decoding options (here its own length limit and normalisation, not the second's)."""
+    def change(c):
+        c["ensembles"]["ens"] = ["global-general-feed", "base"]
+        c["variants"]["global-general-feed"]["decode"] = {"beam": 5, "max_len_ratio": 1.5, "length_norm": True}
+        c["variants"]["base"]["decode"] = {"beam": 4, "max_len_ratio": 3.0}
+
+    run = snakemake(tmp_path, "-n", "-p", "--cores", "1", "--configfile", str(write_config(tmp_path, change)),
+                    timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    ensemble = [line for line in run.stdout.splitlines() if " translate " in line and "/ens/ensemble/test." in line]
+    assert len(ensemble) == 1 and "results/tiny/translations/ens/ensemble/test.beam3 " in ensemble[0], ensemble
+    settings = translate_settings(ensemble[0])[0]
+    assert (settings["beam"], settings["tau"], settings["max_len_ratio"], settings["length_norm"]) == (3, None, 1.5,
+                                                                                                     True)
 
 
 def translate_settings(dry_run: str) -> list[dict]:

@@ -7,13 +7,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from nmtlib.layout import Layout, Logs
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("publish", help="write a reference-results page of an experiment (Markdown; beside it the "
                                        "tables' CSVs, every test translation and small PNGs)")
-    p.add_argument("--results", type=Path, required=True, help="the experiment's results folder (results/<exp>)")
+    p.add_argument("--results", type=Path, required=True,
+                   help=f"the experiment's results folder ({Layout.of('<exp>').root})")
     p.add_argument("--logs", type=Path, default=None,
-                   help="its Snakemake logs folder (logs/<exp>), for each training job's wall time")
+                   help=f"its Snakemake logs folder ({Logs.of('<exp>').root}), for each training job's wall time")
     p.add_argument("--out", type=Path, required=True, help="the page, e.g. docs/results/<exp>.md; CSVs, figures "
                                                            "and translations go to docs/results/<exp>/")
     p.add_argument("--command", dest="run_command", required=True,

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from nmtlib.layout import Layout
 from nmtlib.report.paper import TABLES as _PAPER
 from nmtlib.report.paper import tables_with_rows
 
@@ -15,11 +16,13 @@ from nmtlib.report.paper import tables_with_rows
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write tables (CSV + Markdown + HTML) and figures (PNG) of an experiment")
     p.add_argument("--spec", required=True, help="experiment spec as JSON (the workflow passes it)")
+    out = Layout("DIR")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
-                   help="the experiment's results folder: tables go to DIR/tables/ (CSV, Markdown, HTML), figures "
-                        "to DIR/figures/ (PNG), and the HTML report's landing page (the papers' claims, the summary: "
-                        "an HTML fragment that workflow/report/workflow.rst embeds) to DIR/report/landing.html, "
-                        "and each table's metric columns, for its caption, to DIR/report/columns/<table>.rst")
+                   help=f"the experiment's results folder: tables go to {out.tables_dir()}/ (CSV, Markdown, HTML), "
+                        f"figures to {out.figures_dir()}/ (PNG), and the HTML report's landing page (the papers' "
+                        f"claims, the summary: an HTML fragment that workflow/report/workflow.rst embeds) to "
+                        f"{out.landing()}, and each table's metric columns, for its caption, to "
+                        f"{out.columns('<table>')}")
     p.set_defaults(func=run)
 
 
@@ -31,11 +34,6 @@ PAPER_TABLES = list(_PAPER)
 TABLES = [*OVERVIEW, *PAPER_TABLES]
 #: the figures it writes (the workflow's REPORT_FIGURES)
 FIGURES = ["learning_curves", "bleu_by_length", "attention_heatmaps", "window_tradeoff", "vision_span"]
-#: the HTML report's landing page, under --out (the workflow's report rule declares it)
-LANDING = "report/landing.html"
-#: per table, its metric columns as reStructuredText, under --out, for the table's caption
-#: (``workflow/report/<table>.rst`` includes it; the report rule declares them)
-COLUMNS = "report/columns/{table}.rst"
 
 
 def tables_written(paper_rows: Mapping[str, Mapping[str, Any] | None], ensembles: Iterable[str],
@@ -55,13 +53,14 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.atomic import atomic_write
     from nmtlib.report.metrics import columns_rst
     from nmtlib.errors import NmtlibError
+    from nmtlib.layout import Layout
     from nmtlib.report import collect, figures
     from nmtlib.report.findings import findings_table, write_findings
     from nmtlib.report.page import claims_table, write_landing
     from nmtlib.report.paper import PaperRowError
     from nmtlib.report.tables import write_paper_tables, write_summary
 
-    tables, figs = args.out / "tables", args.out / "figures"
+    out = Layout(args.out)
     try:
         spec = collect.ExperimentSpec.from_json(args.spec)
     except (ValueError, TypeError, KeyError) as err:  # not JSON, or not an experiment spec
@@ -69,38 +68,38 @@ def run(args: argparse.Namespace) -> int:
     collect.check_models(spec)  # no model of other settings is reported as a variant
     try:
         summary = collect.summary_table(spec)
-        paper = list(write_paper_tables(spec, tables))
+        paper = list(write_paper_tables(spec, out))
         findings = findings_table(spec)
     except PaperRowError as err:
         raise NmtlibError(str(err)) from None
     written = [*OVERVIEW, *paper]
     # the landing page shows the claims table that reads first; findings.html has every column
-    landing = {"findings": dataclasses.replace(write_findings(findings, spec, tables / "findings.csv"),
+    landing = {"findings": dataclasses.replace(write_findings(findings, spec, out.table("findings")),
                                                table=claims_table(findings)),
-               "summary": write_summary(summary, spec, tables / "summary.csv")}
+               "summary": write_summary(summary, spec, out.table("summary"))}
 
     for name in written:
-        with atomic_write(args.out / COLUMNS.format(table=name)) as f:
-            f.write(columns_rst(name, list(pd.read_csv(tables / f"{name}.csv", nrows=0).columns)))
+        with atomic_write(out.columns(name)) as f:
+            f.write(columns_rst(name, list(pd.read_csv(out.table(name), nrows=0).columns)))
 
-    figures.learning_curves(collect.learning_curves(spec), figs / "learning_curves.png")
-    figures.bleu_by_length(collect.length_buckets(spec), figs / "bleu_by_length.png")
+    figures.learning_curves(collect.learning_curves(spec), out.figure("learning_curves"))
+    figures.bleu_by_length(collect.length_buckets(spec), out.figure("bleu_by_length"))
 
     sentences = list(spec.report.get("heatmap_sentences", [0, 1]))
     src, tgt = collect.test_sentences(spec, "src"), collect.test_sentences(spec, "tgt")
     matrices, labels = {}, {}
     for name in collect.attention_selection(spec):
-        path = spec.results / "attention" / name / f"seed{spec.seeds_of(name)[0]}" / "test.npz"
+        path = spec.layout.attention(name, f"seed{spec.seeds_of(name)[0]}")
         if path.exists():
             with np.load(path) as npz:
                 matrices[name] = {i: npz[str(i)] for i in sentences if str(i) in npz.files}
             labels[name] = collect.attention_label(spec.variants[name])
-    figures.attention_heatmaps(matrices, src, tgt, sentences, figs / "attention_heatmaps.png", labels)
+    figures.attention_heatmaps(matrices, src, tgt, sentences, out.figure("attention_heatmaps"), labels)
     figures.window_tradeoff(collect.window_points(spec), collect.mean_source_length(spec),
-                            figs / "window_tradeoff.png")
-    figures.vision_span(collect.vision_spans(spec), figs / "vision_span.png")
-    write_landing(landing, args.out / LANDING)
-    print(json.dumps({"tables": [str(tables / f"{t}.csv") for t in written],
-                      "figures": [str(figs / f"{f}.png") for f in FIGURES], "landing": str(args.out / LANDING),
+                            out.figure("window_tradeoff"))
+    figures.vision_span(collect.vision_spans(spec), out.figure("vision_span"))
+    write_landing(landing, out.landing())
+    print(json.dumps({"tables": [str(out.table(t)) for t in written],
+                      "figures": [str(out.figure(f)) for f in FIGURES], "landing": str(out.landing()),
                       "variants": len(summary)}))
     return 0

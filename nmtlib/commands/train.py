@@ -9,6 +9,7 @@ from pathlib import Path
 
 from nmtlib.cli import add_threads_argument, plain_text
 from nmtlib.errors import NmtlibError
+from nmtlib.layout import MODEL, RECORD, TRAIN_LOG, Layout
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,16 +23,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                       "variants} (what the workflow passes)")
     p.add_argument("--variant", metavar="NAME", help="with --config: the variant to train")
     p.add_argument("--seed", type=int, default=1, help="random seed of initialisation, order and dropout (default: 1)")
+    workflow = Layout.of("<experiment>")  # where the workflow puts each file (the defaults of --config)
     p.add_argument("--train-src", type=Path, help="tokenized training source, one sentence per line (default with "
-                   "--config: results/<experiment>/data/train.src)")
+                   f"--config: {workflow.data('train', 'src')})")
     p.add_argument("--train-tgt", type=Path, help="tokenized training target, line-aligned")
     p.add_argument("--dev-src", type=Path, help="tokenized dev source (perplexity, early stopping)")
     p.add_argument("--dev-tgt", type=Path, help="tokenized dev target")
     p.add_argument("--src-vocab", type=Path, help="source vocabulary (nmtlib vocab; default with --config: "
-                   "results/<experiment>/vocab/src.txt)")
+                   f"{workflow.vocab('src')})")
     p.add_argument("--tgt-vocab", type=Path, help="target vocabulary")
-    p.add_argument("--out", type=Path, metavar="DIR", help="model folder: model.pt, train_log.csv, env.json, "
-                   "checkpoints/ (default with --config: results/<experiment>/models/<variant>/seed<seed>, where "
+    p.add_argument("--out", type=Path, metavar="DIR", help=f"model folder: {MODEL}, {TRAIN_LOG}, {RECORD}, "
+                   f"checkpoints/ (default with --config: {workflow.model_dir('<variant>', 'seed<seed>')}, where "
                    "the workflow would put it)")
     p.add_argument("--init-from", type=Path, default=None, help="start from this model.pt (fine-tuning stage; default "
                    "with --config: the parent variant's model of the same seed)")
@@ -51,7 +53,7 @@ Two ways to say what to train:
 
   nmtlib train --config config/config.yaml --variant flexible [--seed 1]
       a variant of an experiment config; the data, vocabularies and model folder default to
-      where the workflow puts them (results/<experiment>/...), so prepare the data first
+      where the workflow puts them (nmtlib/layout.py), so prepare the data first
       (the error says which snakemake targets make the missing files), and --threads to the
       config's threads. With --set or other data, give --out DIR: the workflow takes up
       whatever model its folder holds, so a run that trains another model is refused there

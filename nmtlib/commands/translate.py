@@ -42,15 +42,18 @@ from typing import Any
 from nmtlib.atomic import atomic_write, outputs_together
 from nmtlib.cli import add_threads_argument, positive_int, strip_markup
 from nmtlib.errors import NmtlibError
+from nmtlib.layout import DECODE_SETTINGS, Layout, settings_beside
 from nmtlib.config import (ConfigError, DecodeConfig, TrainConfig, argparse_type, check_run_settings, option_choices,
                            option_help)
 
-#: the experiment's decoding settings of a variant, beside its seeds' folders (models/<variant>/)
-SETTINGS_FILE = "decode.json"
+#: the experiment's decoding settings of a variant, beside its seeds' folders (nmtlib.layout)
+SETTINGS_FILE = DECODE_SETTINGS
+#: where that file is in a results folder, for the help texts
+_SETTINGS_PATH = Layout(Path()).decode_settings("<variant>")
 #: bytes of piped input gathered into one chunk at most (:func:`input_chunks`)
 GATHER = 1 << 24
 #: where a flag's default comes from before DecodeConfig's (``--help``)
-DEFAULT_FROM = f"the experiment's, from models/<variant>/{SETTINGS_FILE}"
+DEFAULT_FROM = f"the experiment's, from {_SETTINGS_PATH}"
 
 #: DecodeConfig options that are flags of ``translate`` (``taus`` is ``--tau``, one at a time):
 #: type, range, default and help come from their definition
@@ -92,8 +95,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--summary-out", type=Path, default=None, help="files mode: also write the JSON summary here")
     p.add_argument("--save-settings", type=Path, default=None, metavar="FILE",
                    help="write the decoding options (--decode-json and flags, checked, and the --dict file's path "
-                        f"relative to FILE and sha256) to FILE and exit; the workflow writes models/<variant>/"
-                        f"{SETTINGS_FILE} so")
+                        f"relative to FILE and sha256) to FILE and exit; the workflow writes {_SETTINGS_PATH} "
+                        "so")
     add_threads_argument(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=run)
@@ -125,8 +128,8 @@ def _run_settings(text: str) -> dict:
 
 
 def experiment_settings(model: Path) -> Path | None:
-    """The experiment's settings file of a model in its results (models/<variant>/seed<N>/model.pt)."""
-    path = model.resolve().parent.parent / SETTINGS_FILE
+    """The experiment's settings file of a model in its results (:func:`nmtlib.layout.settings_beside`)."""
+    path = settings_beside(model.resolve())
     return path if path.is_file() else None
 
 

@@ -1,11 +1,10 @@
 """Collect an experiment's result files into tidy pandas tables.
 
-The workflow writes one JSON per result under ``results/<experiment>/scores/`` (see
-``nmtlib evaluate``), per-sentence decoding details under ``translations/`` (``.jsonl``),
-attention matrices under ``attention/`` and training logs under ``models/``; this module reads
-them by the same path convention, using the experiment spec the workflow passes (variants,
-seeds, ensembles, decoding settings). Missing files are skipped, not errors: a report of a
-partial experiment shows what exists.
+The workflow writes one JSON of scores per result (see ``nmtlib evaluate``), per-sentence
+decoding details beside each translation (``.jsonl``), attention matrices of forced decoding and
+a training log per model; this module reads them where :class:`nmtlib.layout.Layout` puts them,
+using the experiment spec the workflow passes (variants, seeds, ensembles, decoding settings).
+Missing files are skipped, not errors: a report of a partial experiment shows what exists.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ import pandas as pd
 
 from nmtlib.config import parse_setting
 from nmtlib.errors import NmtlibError
+from nmtlib.layout import DETAILS, Layout
 from nmtlib.provenance import differences, read_record, recorded_files
 from nmtlib.registry import ATTENTION_NAMES, is_gated
 from nmtlib.report.metrics import METRICS, MODEL, TRANSLATION, RunFiles, metrics_in
@@ -51,8 +51,13 @@ class ExperimentSpec:
         """The seeds variant ``name`` was trained with."""
         return self.variant_seeds.get(name) or self.seeds
 
+    @property
+    def layout(self) -> Layout[Path]:
+        """Where the experiment's files are."""
+        return Layout(self.results)
+
     def scores(self, name: str, run: str, what: str) -> Path:
-        return self.results / "scores" / name / run / f"test.{what}.json"
+        return self.layout.scores(name, run, what)
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -60,7 +65,7 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 
 def translation_path(spec: ExperimentSpec, name: str, run: str, setting: str) -> Path:
-    return spec.results / "translations" / name / run / f"test.{setting}.jsonl"
+    return spec.layout.translation(name, run, setting, DETAILS)
 
 
 def translation_details(spec: ExperimentSpec, name: str, run: str, setting: str) -> list[dict[str, Any]] | None:
@@ -87,8 +92,8 @@ def recorded_device(spec: ExperimentSpec, name: str, run: str, setting: str, sco
 
 
 def test_sentences(spec: ExperimentSpec, side: str = "src") -> list[list[str]] | None:
-    """Tokenized test sentences of the experiment (``data/test.{src,tgt}``), or None if absent."""
-    path = spec.results / "data" / f"test.{side}"
+    """Tokenized test sentences of the experiment (the prepared test split), or None if absent."""
+    path = spec.layout.data("test", side)
     if not path.exists():
         return None
     return [line.split() for line in path.read_text(encoding="utf-8").splitlines()]
@@ -295,14 +300,14 @@ def _mean(df: pd.DataFrame, column: str) -> float | None:
 
 
 def _train_log(spec: ExperimentSpec, name: str, run: str) -> pd.DataFrame | None:
-    path = spec.results / "models" / name / run / "train_log.csv"
+    path = spec.layout.train_log(name, run)
     return pd.read_csv(path) if path.exists() and path.stat().st_size else None
 
 
 def model_step(spec: ExperimentSpec, name: str, run: str) -> int | None:
     """The update count at which a model's ``model.pt`` was saved, in its own stage's count.
 
-    ``scores/…/test.ppl.json`` records it (``step``); else the training log's evaluation of lowest
+    The test perplexity's scores record it (``step``); else the training log's evaluation of lowest
     dev perplexity (the first, on ties), which is the one ``model.pt`` keeps.
     """
     recorded = (_read(spec.scores(name, run, "ppl")) or {}).get("step")
@@ -403,7 +408,7 @@ def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
         return {"sentences": [], "series": [], "missing": "no Flexible Attention variant in this experiment"}
     src = test_sentences(spec)
     if not src:
-        return {"sentences": [], "series": [], "missing": "no test source (data/test.src)"}
+        return {"sentences": [], "series": [], "missing": f"no test source ({Layout(Path()).data('test', 'src')})"}
     ids = sorted(range(len(src)), key=lambda i: (-len(src[i]), i))[:count]
     series = []
     candidates = [(n, None) for n, v in spec.variants.items() if attention_label(v) == "global"]
@@ -420,8 +425,9 @@ def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
         series.append({"label": label, "attention": attention_label(spec.variants[name]),
                        "gated": gated(spec.variants[name]), "spans": {i: by_id.get(i, []) for i in ids}})
     if not any(s["gated"] for s in series):
+        details = Layout(Path()).translation("<variant>", "<run>", "*", DETAILS)
         return {"sentences": [], "series": [], "missing": "no per-step windows of a Flexible Attention translation "
-                                                          "(translations/<variant>/<run>/*.jsonl: window_per_step)"}
+                                                          f"({details}: window_per_step)"}
     return {"sentences": [(i, src[i]) for i in ids], "series": series, "missing": None}
 
 
@@ -449,7 +455,7 @@ def check_models(spec: ExperimentSpec) -> None:
     digests: dict[str, str] = {}  # each experiment file hashed once
     for name, variant in spec.variants.items():
         for seed in spec.seeds_of(name):
-            folder = spec.results / "models" / name / f"seed{seed}"
+            folder = spec.layout.model_dir(name, f"seed{seed}")
             try:
                 record = read_record(folder)
             except ValueError as err:
@@ -462,12 +468,12 @@ def check_models(spec: ExperimentSpec) -> None:
                                   f"report it as one: remove {folder} and run snakemake again to retrain it")
 
 
-def stopped_by_max_steps(model: Path) -> int:
-    """The ``train.max_steps`` a model folder's training was stopped by, or 0: its ``env.json`` records
-    the resolved config it trained with, and its training log ends at that step."""
-    env = _read(model / "env.json") or {}
+def stopped_by_max_steps(layout: Layout[Path], name: str, run: str) -> int:
+    """The ``train.max_steps`` a model's training was stopped by, or 0: its record (``env.json``)
+    keeps the resolved config it trained with, and its training log ends at that step."""
+    env = _read(layout.record(name, run)) or {}
     steps = int(((env.get("variant") or {}).get("train") or {}).get("max_steps") or 0)
-    log = model / "train_log.csv"
+    log = layout.train_log(name, run)
     if not steps or not log.exists() or not log.stat().st_size:
         return 0
     logged = pd.read_csv(log)
@@ -477,8 +483,7 @@ def stopped_by_max_steps(model: Path) -> int:
 def _max_steps(spec: ExperimentSpec, name: str) -> int:
     """The ``train.max_steps`` a variant's models were stopped by (0: none), by its config or its models."""
     configured = int((spec.variants[name].get("train") or {}).get("max_steps") or 0)
-    return configured or max((stopped_by_max_steps(spec.results / "models" / name / run) for run in spec.runs(name)),
-                             default=0)
+    return configured or max((stopped_by_max_steps(spec.layout, name, run) for run in spec.runs(name)), default=0)
 
 
 def smoke_models(spec: ExperimentSpec) -> dict[str, int]:

@@ -13,6 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from nmtlib.atomic import atomic_write  # noqa: E402
+from nmtlib.layout import Layout  # noqa: E402
 from nmtlib.report.collect import attention_order  # noqa: E402
 
 
@@ -116,7 +117,8 @@ def attention_heatmaps(
     the matrix matches the sentence's length.
     """
     if not matrices or src is None or tgt is None:
-        return _empty(path, title, "no attentional variant with exported attention (attention/<variant>/seedN/test.npz)")
+        return _empty(path, title, "no attentional variant with exported attention "
+                                   f"({Layout(Path()).attention('<variant>', 'seedN')})")
     sentences = [i for i in sentences if i < len(src) and all(i in m for m in matrices.values())]
     if not sentences:
         return _empty(path, title, "none of report.heatmap_sentences is a sentence of the test set")

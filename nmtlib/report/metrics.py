@@ -30,6 +30,7 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
 from nmtlib.files import read_lines
+from nmtlib.layout import DETAILS, RAW_TEXT, REPLACED_TEXT
 from nmtlib.metrics.window import sentence_window
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ TRANSLATION, MODEL = "translation", "model"
 #: ``Metric.text``: the output a translation metric scores, as decoded or after unknown-word replacement
 RAW, REPLACED = "raw", "replaced"
 #: file suffix of each text (``nmtlib translate --out PREFIX`` writes both)
-TEXT_SUFFIX = {RAW: ".txt", REPLACED: ".unk.txt"}
+TEXT_SUFFIX = {RAW: RAW_TEXT, REPLACED: REPLACED_TEXT}
 
 
 @dataclass
@@ -62,14 +63,14 @@ class RunFiles:
         return self._cache[key]
 
     def json(self, what: str | None = None) -> dict[str, Any] | None:
-        """``scores/<name>/<run>/test.<what>.json`` (``what`` None: the translation's setting), or None."""
+        """The scores JSON of the result (``what`` None: the translation's setting; ``ppl``, ``aer``:
+        the model's), or None."""
         path = self.spec.scores(self.name, self.run, what or str(self.setting))
         return self._once(("json", path), lambda: json.loads(path.read_text(encoding="utf-8"))
                           if path.exists() else None)
 
     def translation_path(self, text: str) -> Path:
-        return (self.spec.results / "translations" / self.name / self.run
-                / f"test.{self.setting}{TEXT_SUFFIX[text]}")
+        return self.spec.layout.translation(self.name, self.run, str(self.setting), TEXT_SUFFIX[text])
 
     def hypotheses(self, text: str) -> list[str] | None:
         """The tokenized output (``RAW`` or ``REPLACED``), one line per test sentence, or None if absent."""
@@ -77,18 +78,18 @@ class RunFiles:
         return self._once(("hyp", path), lambda: read_lines(path) if path.exists() else None)
 
     def details(self) -> list[dict[str, Any]] | None:
-        """Per-sentence decoding details (``test.<setting>.jsonl``), or None if absent."""
-        path = self.translation_path(RAW).with_suffix(".jsonl")
+        """Per-sentence decoding details (the translation's ``.jsonl``), or None if absent."""
+        path = self.spec.layout.translation(self.name, self.run, str(self.setting), DETAILS)
         return self._once(("details", path), lambda: [json.loads(line) for line in read_lines(path) if line.strip()]
                           if path.exists() else None)
 
     def references(self) -> list[str] | None:
-        """The tokenized test reference every tokenized score is against (``data/test.tgt``)."""
+        """The tokenized test reference every tokenized score is against (the prepared test split)."""
         return reference_lines(self.spec)
 
 
 def reference_lines(spec: ExperimentSpec) -> list[str] | None:
-    path = spec.results / "data" / "test.tgt"
+    path = spec.layout.data("test", "tgt")
     return read_lines(path) if path.exists() else None
 
 
@@ -150,7 +151,7 @@ def companion(metric: str, family: str) -> Metric | None:
 
 
 def _from_json(what: str | None, *keys: str) -> Callable[[RunFiles], float | None]:
-    """A reader of ``scores/…/test.<what>.json`` (None: the translation's own), following ``keys``."""
+    """A reader of the scores JSON ``what`` (None: the translation's own), following ``keys``."""
     def read(files: RunFiles) -> float | None:
         value: Any = files.json(what)
         for key in keys:
@@ -162,7 +163,7 @@ def _from_json(what: str | None, *keys: str) -> Callable[[RunFiles], float | Non
 def sacrebleu_score(statistics: Callable[[], SacreMetric], text: str) -> Callable[[RunFiles], float | None]:
     """A reader that scores a translation's ``text`` against the tokenized reference with sacreBLEU."""
     def read(files: RunFiles) -> float | None:
-        hyp, ref = files.translation_path(text), files.spec.results / "data" / "test.tgt"
+        hyp, ref = files.translation_path(text), files.spec.layout.data("test", "tgt")
         if not hyp.exists() or not ref.exists():
             return None
         return _file_score(statistics, hyp, _stamp(hyp), ref, _stamp(ref))

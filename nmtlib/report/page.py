@@ -21,33 +21,24 @@ from pathlib import Path
 import pandas as pd
 
 from nmtlib.atomic import atomic_write
+from nmtlib.report.paper import TABLES
 from nmtlib.report.significance import UNTESTED
 from nmtlib.report.tables import VERDICT_CLASS, TableHtml
 
 #: categories of the report's menu, listed in this order (Snakemake sorts them by name)
 OVERVIEW, PAPER_TABLES, FIGURES = "1. Overview", "2. Paper tables", "3. Figures"
 
-#: table or figure name → category and labels of its report entry. Snakemake lists a category's
-#: entries as a table with one column per label, sorted by the first label; a label other than the
-#: first whose two values each cover half of a category's entries would become a toggle, hence one
-#: label in the two-entry overview (and "Experiment summary" sorts before "Findings").
+#: table or figure name → category and labels of its report entry (each with its caption,
+#: ``workflow/report/<name>.rst``); a paper table's come from its declaration
+#: (:data:`nmtlib.report.paper.TABLES`). Snakemake lists a category's entries as a table with one
+#: column per label, sorted by the first label; a label other than the first whose two values each
+#: cover half of a category's entries would become a toggle, hence one label in the two-entry
+#: overview (and "Experiment summary" sorts before "Findings").
 ENTRIES: dict[str, dict] = {
     "summary": {"category": OVERVIEW, "labels": {"table": "Experiment summary"}},
     "findings": {"category": OVERVIEW, "labels": {"table": "Findings: the papers' claims"}},
-    "luong_table1": {"category": PAPER_TABLES, "labels": {
-        "paper": "Luong et al. 2015", "table": "Table 1", "shows": "ppl, BLEU by system, En→De"}},
-    "luong_table3": {"category": PAPER_TABLES, "labels": {
-        "paper": "Luong et al. 2015", "table": "Table 3", "shows": "ppl, BLEU by system, De→En"}},
-    "luong_table4": {"category": PAPER_TABLES, "labels": {
-        "paper": "Luong et al. 2015", "table": "Table 4", "shows": "attention types × scores"}},
-    "luong_table6": {"category": PAPER_TABLES, "labels": {
-        "paper": "Luong et al. 2015", "table": "Table 6", "shows": "alignment error rate"}},
-    "bahdanau_table1": {"category": PAPER_TABLES, "labels": {
-        "paper": "Bahdanau et al. 2015", "table": "Table 1", "shows": "BLEU, all and no-UNK"}},
-    "shu_table1": {"category": PAPER_TABLES, "labels": {
-        "paper": "Shu & Nakayama 2017", "table": "Table 1", "shows": "window, BLEU, RIBES by τ"}},
-    "shu_table3": {"category": PAPER_TABLES, "labels": {
-        "paper": "Shu & Nakayama 2017", "table": "Table 3", "shows": "decoding time"}},
+    **{name: {"category": PAPER_TABLES, "labels": {"paper": t.paper, "table": t.table, "shows": t.shows}}
+       for name, t in TABLES.items()},
     "learning_curves": {"category": FIGURES, "labels": {
         "paper": "Luong et al. 2015", "figure": "Fig. 5", "shows": "dev ppl during training"}},
     "bleu_by_length": {"category": FIGURES, "labels": {

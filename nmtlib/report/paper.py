@@ -1,7 +1,11 @@
-"""The papers' reported numbers, in one place, each with its source (paper, year, table).
+"""The papers' tables, each declared once, with the papers' numbers and their source (paper, year, table).
 
-Every table of :mod:`nmtlib.report.tables` is built from one :class:`PaperTable` below: its rows
-are the paper's rows, in the paper's order, with the paper's numbers. A variant of an experiment
+A paper table is one :class:`PaperTable` in :data:`TABLES` (docs/extending.md, "Adding a paper
+table"): its rows, the paper's in the paper's order with the paper's numbers; the function that
+builds it with our numbers beside the paper's (``build``, ``"module:function"``, imported when the
+report runs: checking a config reads the rows only); and its entry in the HTML report (``shows``,
+beside the paper and the table; the caption is ``workflow/report/<name>.rst``). The report writes
+it, the workflow declares its files and the report lists it from this declaration alone. A variant of an experiment
 says which row(s) it regenerates with its ``paper_row`` config entry, a mapping from table name
 to a row key (or a list of keys)::
 
@@ -21,12 +25,19 @@ with the qualifier in ``note``.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from nmtlib.registry import MECHANISMS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from nmtlib.report.collect import ExperimentSpec, Ours
 
 LUONG = "Luong et al. 2015"
 BAHDANAU = "Bahdanau et al. 2015"
@@ -67,6 +78,21 @@ class PaperTable:
     setting: str  #: the paper's data and metric
     rows: tuple[PaperRow, ...]
     notes: str = ""
+    #: ``module:function`` of its builder, ``f(spec, ours, table) -> DataFrame``: one row per paper
+    #: row and variant regenerating it (:class:`nmtlib.report.tables.Builder` has the shared pieces)
+    build: str = field(kw_only=True)
+    #: what the table shows, in a few words: its label in the HTML report, beside paper and table
+    shows: str = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        module, _, function = self.build.partition(":")
+        if not (module and function and self.shows):
+            raise ValueError(f"paper table {self.name!r}: build is 'module:function', shows a few words")
+
+    def builder(self) -> Callable[[ExperimentSpec, Ours, PaperTable], pd.DataFrame]:
+        """The function that builds the table (imports its module, pandas with it)."""
+        module, _, function = self.build.partition(":")
+        return getattr(importlib.import_module(module), function)
 
     @property
     def citation(self) -> str:
@@ -92,14 +118,14 @@ def normalise(text: str) -> str:
 
 
 def _r(key: str, label: str, section: str = "", **kw: Any) -> PaperRow:
-    values = {k: kw.pop(k) for k in list(kw) if k in METRIC_NAMES}
+    """A row: the keywords that are no :class:`PaperRow` field are the paper's numbers (``bleu=20.7``)."""
+    options = {f.name for f in dataclasses.fields(PaperRow)}
+    values = {k: kw.pop(k) for k in list(kw) if k not in options}
     return PaperRow(key, label, values, section, **kw)
 
 
-METRIC_NAMES = {
-    "ppl", "bleu", "bleu_unk", "aer", "bleu_all", "bleu_no_unk", "en_ja_window", "en_ja_bleu", "en_ja_ribes",
-    "de_en_window", "de_en_bleu", "gpu_ms", "cpu_ms",
-}
+#: the module of the builders of the tables below
+_BUILT = "nmtlib.report.tables"
 
 _OURS = "Our NMT systems"
 
@@ -137,6 +163,7 @@ LUONG_TABLE1 = PaperTable(
            unk_replace=True),
     ),
     notes=_PROGRESSIVE_NOTES,
+    build=f"{_BUILT}:progressive_table", shows="ppl, BLEU by system, En→De",
 )
 
 LUONG_TABLE3 = PaperTable(
@@ -155,6 +182,7 @@ LUONG_TABLE3 = PaperTable(
            unk_replace=True),
     ),
     notes="The base system already reverses the source; each row adds to the previous one. " + _PROGRESSIVE_NOTES,
+    build=f"{_BUILT}:progressive_table", shows="ppl, BLEU by system, De→En",
 )
 
 LUONG_TABLE4 = PaperTable(
@@ -178,6 +206,7 @@ LUONG_TABLE4 = PaperTable(
            note="ppl only (footnote 15)", source="footnote 15"),
     ),
     notes="unk gain: BLEU after minus before unknown-word replacement (the paper's number in parentheses).",
+    build=f"{_BUILT}:luong_table4", shows="attention types × scores",
 )
 
 LUONG_TABLE6 = PaperTable(
@@ -193,6 +222,7 @@ LUONG_TABLE6 = PaperTable(
     notes="paper_aer_fn14 / ours_aer_fn14: AER by the paper's protocol (footnote 14), with the precision and recall "
           "of our links (ours_aer_fn14_precision, ours_aer_fn14_recall); ours_aer_predicted_word: every a_t aligned "
           "to the word it predicts.",
+    build=f"{_BUILT}:luong_table6", shows="alignment error rate",
 )
 
 BAHDANAU_TABLE1 = PaperTable(
@@ -208,6 +238,7 @@ BAHDANAU_TABLE1 = PaperTable(
     ),
     notes="No UNK: sentences whose source and reference have no out-of-vocabulary word; BLEU before any "
           "unknown-word replacement (the paper has none).",
+    build=f"{_BUILT}:bahdanau_table1", shows="BLEU, all and no-UNK",
 )
 
 #: Shu & Nakayama's mechanism as declared (the gated one): its name is also the handle of their rows
@@ -232,6 +263,7 @@ SHU_TABLE1 = PaperTable(
           "sentence, then over sentences (Global computes all of them: the mean source length). BLEU and RIBES "
           "of the output before any unknown-word replacement (the paper replaces none). The paper's fine-tuned model cuts the window by 56% (En→Ja) and "
           "64% (De→En) against Global.",
+    build=f"{_BUILT}:shu_table1", shows="window, BLEU, RIBES by τ",
 )
 
 SHU_TABLE3 = PaperTable(
@@ -243,8 +275,10 @@ SHU_TABLE3 = PaperTable(
         _r(_SHU_MECHANISM, "Flexible Attention (fine-tuned, τ=1.0)", gpu_ms=136.0, cpu_ms=677.0, tau=1.0,
            aliases=("finetuned", "fine-tuned", f"{_SHU_MECHANISM}-1.0")),
     ),
+    build=f"{_BUILT}:shu_table3", shows="decoding time",
 )
 
+#: every paper table, by name, in the order the report and the results page list them
 TABLES: dict[str, PaperTable] = {
     t.name: t
     for t in (LUONG_TABLE1, LUONG_TABLE3, LUONG_TABLE4, LUONG_TABLE6, BAHDANAU_TABLE1, SHU_TABLE1, SHU_TABLE3)
@@ -282,8 +316,8 @@ def ensemble_tables(ensembles: Iterable[str], report: Mapping[str, Any] | None) 
     """Table → ensembles regenerating its ``ensemble`` row.
 
     Ensembles have no config entry of their own to carry a ``paper_row``; the experiment's first
-    ensemble regenerates the ensemble rows (Luong Tables 1 and 6) unless the report options name
-    others under ``paper_rows: {<ensemble>: {<table>: ensemble}}``.
+    ensemble regenerates the ensemble rows (the rows of key ``ensemble``: Luong Tables 1 and 6)
+    unless the report options name others under ``paper_rows: {<ensemble>: {<table>: ensemble}}``.
     """
     ensembles = list(ensembles)
     explicit = (report or {}).get("paper_rows") or {}
@@ -294,7 +328,9 @@ def ensemble_tables(ensembles: Iterable[str], report: Mapping[str, Any] | None) 
             for table in explicit[e]:
                 out.setdefault(table, []).append(e)
         return out
-    return {"luong_table1": [ensembles[0]], "luong_table6": [ensembles[0]]} if ensembles else {}
+    if not ensembles:
+        return {}
+    return {t.name: [ensembles[0]] for t in TABLES.values() if any(r.key == "ensemble" for r in t.rows)}
 
 
 def tables_with_rows(paper_rows: Mapping[str, Mapping[str, Any] | None], ensembles: Iterable[str],

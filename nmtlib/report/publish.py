@@ -9,13 +9,14 @@ built only from what the run wrote:
   ours (means ± standard deviations over seeds, counts as integers); every column of each is in
   the CSV copied beside the page (``<stem>/<table>.csv``);
 - every test translation, before and after unknown-word replacement, of every variant, seed, τ
-  and ensemble (``<stem>/translations/<variant>/<run>/test.<setting>{.txt,.unk.txt}``), the
-  tokenized test reference and source they are scored against, and a one-line sacreBLEU command
-  that re-scores the best single model's row and prints its BLEU and chrF with their signatures;
-- per model the learning curve and the trainer's clock (``train_log.csv``), the provenance
-  (``env.json``: commit, device, parameters), the CPU time of the training job (Snakemake's
-  ``logs/<exp>/benchmark``) and whether it resumed (its job log); the figures, shrunk to at most
-  :data:`MAX_WIDTH` pixels.
+  and ensemble (under ``<stem>/`` as under the results folder: :meth:`nmtlib.layout.Layout.translation`),
+  the tokenized test reference and source they are scored against, and a one-line sacreBLEU
+  command that re-scores the best single model's row and prints its BLEU and chrF with their
+  signatures;
+- per model the learning curve and the trainer's clock (its training log), the provenance (its
+  record: commit, device, parameters), the CPU time of the training job (Snakemake's benchmark
+  file, :meth:`nmtlib.layout.Logs.benchmark`) and whether it resumed (its job log); the figures,
+  shrunk to at most :data:`MAX_WIDTH` pixels.
 
 What the files cannot say — the command that ran and the machine — the caller gives. One list of
 commits: those the models were trained at and the one the tables and this page were written at.
@@ -39,6 +40,7 @@ import pandas as pd
 from nmtlib.atomic import atomic_write
 from nmtlib.errors import NmtlibError
 from nmtlib.files import read_lines
+from nmtlib.layout import RAW_TEXT, Layout, Logs
 from nmtlib.report.collect import stopped_by_max_steps
 from nmtlib.report.findings import CRITERIA, verdict_summary
 from nmtlib.report.metrics import chrf_statistics, metrics_in, tokenized_bleu_statistics
@@ -60,6 +62,11 @@ PAPER_HIDDEN = {"row", "section", "note", "paper_source", "experiment", "ours_da
                 "ours_device"}
 #: the sacreBLEU options that score tokenized text as multi-bleu.perl does (BLEU) and chrF beside it
 RESCORE_OPTIONS = "-m bleu chrf -tok none -s none -w 2 -f text"
+#: the workflow's rule that trains a model: its job log says whether training resumed, its benchmark
+#: file the CPU time (workflow/rules/train.smk; a job's files are named ``<variant>.<run>``)
+TRAINING_RULE = "train_model"
+#: the published copy of the test reference and source, beside the translations
+REFERENCE, SOURCE = "reference.txt", "source.txt"
 
 
 class PathOutsideRepository(NmtlibError):
@@ -83,10 +90,11 @@ class ModelRun:
 
 
 def model_runs(results: Path, logs: Path | None) -> list[ModelRun]:
-    """One entry per trained model under ``results/models/<variant>/<run>/``."""
+    """One entry per trained model of the results folder ``results`` (a model folder with a
+    training log), with what ``logs``, its logs folder, says of its job."""
+    layout, job_logs = Layout(results), Logs(logs) if logs else None
     runs = []
-    for log in sorted((results / "models").glob("*/*/train_log.csv")):
-        folder = log.parent
+    for log, (variant, run) in layout.found(layout.train_log("*", "*")):
         with open(log, encoding="utf-8") as f:
             rows = [r for r in csv.DictReader(f) if r.get("dev_ppl")]
         ppls = [float(r["dev_ppl"]) for r in rows]
@@ -95,23 +103,24 @@ def model_runs(results: Path, logs: Path | None) -> list[ModelRun]:
         if len(ppls) > 1:
             before = min(ppls[:-1])
             gain = round(100 * (before - ppls[-1]) / before, 2)
-        env = json.loads((folder / "env.json").read_text(encoding="utf-8")) if (folder / "env.json").exists() else {}
+        record = layout.record(variant, run)
+        env = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
         device = env.get("cuda_device") or env.get("device") or ""
-        cpu_s = _benchmark_cpu_seconds(logs, folder.parent.name, folder.name) if logs else None
+        cpu_s = _benchmark_cpu_seconds(job_logs, variant, run) if job_logs else None
         train_s = float(rows[-1]["elapsed_s"]) if rows and rows[-1].get("elapsed_s") else None
-        job_log = logs / "train_model" / f"{folder.parent.name}.{folder.name}.log" if logs else None
+        job_log = job_logs.job(TRAINING_RULE, f"{variant}.{run}") if job_logs else None
         resumed = ("[train] resuming from" in job_log.read_text(encoding="utf-8", errors="replace")
                    if job_log is not None and job_log.exists() else None)
-        runs.append(ModelRun(folder.parent.name, folder.name, int(rows[-1]["epoch"]) if rows else 0,
+        runs.append(ModelRun(variant, run, int(rows[-1]["epoch"]) if rows else 0,
                              int(rows[best]["epoch"]) if best is not None else None,
                              ppls[best] if best is not None else None, gain, train_s, cpu_s, resumed, device,
                              env.get("parameters"), env.get("git_commit")))
     return runs
 
 
-def _benchmark_cpu_seconds(logs: Path, variant: str, run: str) -> float | None:
+def _benchmark_cpu_seconds(logs: Logs[Path], variant: str, run: str) -> float | None:
     """CPU seconds of the training job's last attempt (Snakemake's ``benchmark:`` file), if any."""
-    path = logs / "benchmark" / "train_model" / f"{variant}.{run}.tsv"
+    path = logs.benchmark(TRAINING_RULE, f"{variant}.{run}")
     if not path.exists():
         return None
     with open(path, encoding="utf-8") as f:
@@ -189,19 +198,21 @@ def head_commit(root: Path) -> str | None:
 
 
 def copy_translations(results: Path, dest: Path) -> list[Path]:
-    """Every test translation (``translations/<variant>/<run>/test.<setting>.txt`` and ``.unk.txt``),
-    the tokenized test reference (``reference.txt``) and source (``source.txt``) under ``dest``,
-    which is emptied first (a translation of a variant no longer in the experiment would linger)."""
+    """Every test translation of the results folder ``results`` (as decoded and after unknown-word
+    replacement), the tokenized test reference (:data:`REFERENCE`) and source (:data:`SOURCE`)
+    into the folder ``dest``, laid out as in ``results``'s translations folder; ``dest`` is emptied
+    first (a translation of a variant no longer in the experiment would linger)."""
+    layout = Layout(results)
     if dest.exists():
         shutil.rmtree(dest)
     copied = []
-    for src in sorted((results / "translations").glob("*/*/test.*.txt")):
-        target = dest / src.relative_to(results / "translations")
+    for src, _ in layout.found(layout.translation("*", "*", "*", RAW_TEXT)):  # .unk.txt included
+        target = dest / src.relative_to(layout.translations_dir())
         copy_file(src, target)
         copied.append(target)
-    for side, name in (("tgt", "reference.txt"), ("src", "source.txt")):
-        if (results / "data" / f"test.{side}").exists():
-            copy_file(results / "data" / f"test.{side}", dest / name)
+    for side, name in (("tgt", REFERENCE), ("src", SOURCE)):
+        if layout.data("test", side).exists():
+            copy_file(layout.data("test", side), dest / name)
     return copied
 
 
@@ -217,38 +228,42 @@ def _best_run(results: Path, summary: pd.DataFrame) -> tuple[str, str, str, floa
     if single.empty:
         return None
     row = single.loc[single["bleu_before_unk_replace"].astype(float).idxmax()]
+    layout = Layout(results)
     scored = []
-    for path in sorted((results / "scores" / row["variant"]).glob(f"*/test.{row['setting']}.json")):
-        scored.append((json.loads(path.read_text(encoding="utf-8"))["bleu"]["bleu"], path.parent.name))
+    for path, (run,) in layout.found(layout.scores(str(row["variant"]), "*", str(row["setting"]))):
+        scored.append((json.loads(path.read_text(encoding="utf-8"))["bleu"]["bleu"], run))
     if not scored:
         return None
     bleu, run = max(scored, key=lambda x: (x[0], [-ord(c) for c in x[1]]))
     return str(row["variant"]), run, str(row["setting"]), float(bleu)
 
 
-def rescore_section(results: Path, translations: Path, root: Path, summary: pd.DataFrame) -> list[str]:
-    """Where the translations are, and the sacreBLEU command that re-scores the best model's row."""
+def rescore_section(results: Path, published: Layout[Path], root: Path, summary: pd.DataFrame) -> list[str]:
+    """Where the translations are (copied into the page's folder ``published`` by
+    :func:`copy_translations`), and the sacreBLEU command that re-scores the best model's row."""
+    translations = published.translations_dir()
     rel = Path(os.path.relpath(translations, root))
+    one = Path(published.translation("<variant>", "<run>", "<setting>", RAW_TEXT)).relative_to(translations)
     lines = ["## Translations", "",
-             f"Every test translation is in `{rel}/`: `<variant>/<run>/test.<setting>.txt` as decoded and "
+             f"Every test translation is in `{rel}/`: `{one}` as decoded and "
              "`.unk.txt` after unknown-word replacement, for every variant, seed (`seed<k>`), ensemble (`ensemble`) "
              "and decoding setting (`beam<K>`, `beam<K>.tau<τ>`), Moses-tokenized as the tables score them; "
-             "`reference.txt` and `source.txt` are the tokenized test reference and source.", ""]
+             f"`{REFERENCE}` and `{SOURCE}` are the tokenized test reference and source.", ""]
     best = _best_run(results, summary)
     if best is None:
         return [*lines, "No translation is scored yet.", ""]
     variant, run, setting, bleu = best
-    hyp = translations / variant / run / f"test.{setting}.txt"
+    hyp = published.translation(variant, run, setting, RAW_TEXT)
     if not hyp.exists():
         return [*lines, f"The best model's translation ({variant}, {run}) is not there to re-score.", ""]
-    hyps, refs = read_lines(hyp), read_lines(translations / "reference.txt")
+    hyps, refs = read_lines(hyp), read_lines(translations / REFERENCE)
     bleu_metric, chrf_metric = tokenized_bleu_statistics(), chrf_statistics()
     sacre, chrf = bleu_metric.corpus_score(hyps, [refs]).score, chrf_metric.corpus_score(hyps, [refs]).score
     # the same formula as multi-bleu.perl; only words split at Unicode spaces (U+3000, U+00A0) can differ
     differs = (f" (sacreBLEU splits words at Unicode spaces as well, multi-bleu.perl only at ASCII ones: it "
                f"prints {sacre:.2f} here)" if f"{sacre:.2f}" != f"{bleu:.2f}" else "")
-    command = (f"sacrebleu {shlex.quote(str(rel / 'reference.txt'))} -i "
-               f"{shlex.quote(str(rel / variant / run / hyp.name))} {RESCORE_OPTIONS}")
+    command = (f"sacrebleu {shlex.quote(str(rel / REFERENCE))} -i "
+               f"{shlex.quote(os.path.relpath(hyp, root))} {RESCORE_OPTIONS}")
     return [*lines,
             f"To re-score the best single model's row ({variant}, {run}, {setting}, before unknown-word "
             "replacement) from the repository's root:", "", "```sh", command, "```", "",
@@ -273,10 +288,9 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
                  title: str | None = None, intro: str = "") -> Path:
     """Write ``out`` (Markdown) and, under ``out``'s folder in ``<stem>/``, its figures, its tables
     as CSV and every test translation (see the module docstring)."""
-    experiment = results.name
-    tables = results / "tables"
-    if not (tables / "summary.csv").exists() or not (tables / "findings.csv").exists():
-        raise FileNotFoundError(f"{tables / 'summary.csv'} does not exist: run the experiment's report first")
+    experiment, layout = results.name, Layout(results)
+    if not layout.table("summary").exists() or not layout.table("findings").exists():
+        raise FileNotFoundError(f"{layout.table('summary')} does not exist: run the experiment's report first")
     root = repository_root(out)
     for text in (command, intro):
         outside = _outside_paths(text, root)
@@ -284,10 +298,10 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
             raise PathOutsideRepository(f"the page would name paths outside the repository {root}: "
                                         f"{', '.join(outside)}; give the command and the introduction without them")
     folder = out.parent / out.stem
-    summary = pd.read_csv(tables / "summary.csv")
-    findings = pd.read_csv(tables / "findings.csv")
+    summary = pd.read_csv(layout.table("summary"))
+    findings = pd.read_csv(layout.table("findings"))
     if not {"ci_low", "ci_high", "p_value", "reason"} <= set(findings.columns):
-        raise FileNotFoundError(f"{tables / 'findings.csv'} has no 95% intervals (an older nmtlib report): run the "
+        raise FileNotFoundError(f"{layout.table('findings')} has no 95% intervals (an older nmtlib report): run the "
                                 "experiment's report again (snakemake reruns make_report)")
     runs = model_runs(results, logs)
     lines = [f"# {title or f'Reference results: {experiment}'}", ""]
@@ -299,7 +313,8 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     commits = [f"{c} (training of {n} model{'s' if n != 1 else ''})" for c, n in trained_at.items()]
     head = head_commit(root)
     commits.append(f"`{head}` (tables, findings and this page)" if head else "tables: commit not recorded")
-    test_size = len(read_lines(results / "data" / "test.tgt")) if (results / "data" / "test.tgt").exists() else None
+    reference = layout.data("test", "tgt")
+    test_size = len(read_lines(reference)) if reference.exists() else None
     lines += [
         "| | |", "|---|---|",
         f"| command | `{command}` |",
@@ -309,7 +324,8 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         *([f"| test set | {test_size} sentences |"] if test_size is not None else []),
         "",
     ]
-    smoke = sorted({steps for steps in map(stopped_by_max_steps, (results / "models").glob("*/*")) if steps})
+    smoke = sorted({steps for _, (variant, run) in layout.found(layout.model_dir("*", "*"))
+                    if (steps := stopped_by_max_steps(layout, variant, run))})
     if smoke:
         lines += [f"**{NO_VERDICT.capitalize()}**: models stopped after train.max_steps = "
                   f"{', '.join(map(str, smoke))} updates; no difference here says anything about the papers' claims.",
@@ -318,11 +334,12 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     shown = [c for col in SUMMARY_SHOWN for c in (col, f"{col}_sd") if c in summary.columns]
     lines += ["## Summary", "", "One row per variant and ensemble, decoded at τ = ∞; means over seeds ± their "
               "standard deviation. Every column (perplexities, RIBES, AER, decoding time, sacreBLEU's signature) "
-              "and what each is: [summary.csv]({stem}/summary.csv) and the experiment's `tables/summary.md`.", "",
+              f"and what each is: [summary.csv]({{stem}}/summary.csv) and the experiment's "
+              f"`{Layout(Path()).table('summary', 'md')}`.", "",
               _markdown(summary[shown]), "", "## The papers' tables", ""]
     unmapped = []
     for name in PAPER_TABLES:
-        path = tables / f"{name}.csv"
+        path = layout.table(name)
         df = pd.read_csv(path) if path.exists() and path.stat().st_size else None
         if df is None or df.empty:
             unmapped.append(TABLES[name].citation)
@@ -332,17 +349,18 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     if unmapped:
         lines += [f"Not regenerated by this experiment (no variant maps a row with a result): {'; '.join(unmapped)}.",
                   ""]
-    copy_translations(results, folder / "translations")
-    lines += rescore_section(results, folder / "translations", root, summary)
+    published = Layout(folder)  # the translations laid out as in the results folder
+    copy_translations(results, published.translations_dir())
+    lines += rescore_section(results, published, root, summary)
     lines += _models_section(runs)
     lines += ["## Figures", ""]
     for name in FIGURES:
-        src = results / "figures" / f"{name}.png"
+        src = layout.figure(name)
         if src.exists():
             shrink_png(src, folder / f"{name}.png")
             lines += [f"![{name}]({out.stem}/{name}.png)", ""]
     for name in ("summary", "findings"):
-        copy_file(tables / f"{name}.csv", folder / f"{name}.csv")
+        copy_file(layout.table(name), folder / f"{name}.csv")
     page = "\n".join(lines).rstrip().replace("{stem}", out.stem) + "\n"
     with atomic_write(out) as f:
         f.write(page)

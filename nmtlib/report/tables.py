@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from nmtlib.atomic import atomic_write
+from nmtlib.layout import Layout
 from nmtlib.report.collect import (SD, ExperimentSpec, Ours, data_description, ensemble_assignments, gated,
                                    parse_tau, smoke_run, summary_columns, translation_rows)
 from nmtlib.report.metrics import METRICS, metrics_in
@@ -37,6 +38,8 @@ from nmtlib.report.significance import FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, U
 from nmtlib.report.paper import TABLES, PaperRow, PaperTable, resolve_paper_row, tables_with_rows
 
 MISSING = "—"
+#: the files of a table: every column (CSV), and its Markdown and HTML renderings (:func:`write_table`)
+RENDERINGS = ("csv", "md", "html")
 
 #: the two ways of reading forced-decoding attention as word alignments, said under every table
 #: with an AER column (the summary's ``aer_fn14`` / ``aer_predicted_word``, Luong Table 6's ``ours_*``)
@@ -214,8 +217,10 @@ def assignments(spec: ExperimentSpec) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-class _Builder:
-    """Shared pieces of every paper table: row mapping, provenance, ``ours_from``."""
+class Builder:
+    """Shared pieces of every paper table's builder (:attr:`nmtlib.report.paper.PaperTable.build`):
+    the variants regenerating each row, our numbers' provenance (``ours_from``), the columns every
+    table ends with, and the writing."""
 
     def __init__(self, spec: ExperimentSpec, ours: Ours, table: PaperTable):
         self.spec, self.ours, self.table = spec, ours, table
@@ -271,15 +276,15 @@ class _Builder:
         return (f"No row of {t.citation} has a number of ours in experiment `{self.spec.experiment}`, so this "
                 f"table is left empty: {'; '.join(mapped)}. Paper: {t.reference}.")
 
-    def write(self, df: pd.DataFrame, folder: Path) -> pd.DataFrame:
+    def write(self, df: pd.DataFrame, out: Layout[Path]) -> pd.DataFrame:
         t = self.table
         title = f"{t.citation}: {t.title}"
         if not has_ours(df):
-            write_table(df.iloc[0:0], folder / f"{t.name}.csv", title, empty=self.why_empty(df))
+            write_table(df.iloc[0:0], out.table(t.name), title, empty=self.why_empty(df))
             return df
         # the header says the experiment, the data and the paper; a row's own source stays visible
         same_source = "paper_source" in df and (df["paper_source"] == t.citation).all()
-        write_table(df, folder / f"{t.name}.csv", title, t.notes, self.header(),
+        write_table(df, out.table(t.name), title, t.notes, self.header(),
                     md_drop=("experiment", "ours_data", *(("paper_source",) if same_source else ())))
         return df
 
@@ -316,7 +321,7 @@ def progressive_table(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd
     skipped rows (say a 2-model ensemble after replacement against the base model before it) is not
     the paper's comparison.
     """
-    b = _Builder(spec, ours, table)
+    b = Builder(spec, ours, table)
     chain = [r for r in table.rows if r.progressive]
     above = {r.key: prev for prev, r in zip(chain, chain[1:])}  # row key → the chain's row above it
     got: dict[str, float] = {}  # row key → our BLEU of its first variant with a result
@@ -348,9 +353,9 @@ def progressive_table(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd
     return pd.DataFrame(rows)
 
 
-def luong_table4(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
+def luong_table4(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
     """Attentional architectures: test perplexity, BLEU before and after unknown-word replacement."""
-    b = _Builder(spec, ours, TABLES["luong_table4"])
+    b = Builder(spec, ours, table)
     rows = []
     for prow in b.table.rows:
         for name in b.names(prow):
@@ -366,8 +371,8 @@ def luong_table4(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def luong_table6(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
-    b = _Builder(spec, ours, TABLES["luong_table6"])
+def luong_table6(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
+    b = Builder(spec, ours, table)
     rows = []
     for prow in b.table.rows:
         for name in b.names(prow):
@@ -384,8 +389,8 @@ def luong_table6(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def bahdanau_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
-    b = _Builder(spec, ours, TABLES["bahdanau_table1"])
+def bahdanau_table1(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
+    b = Builder(spec, ours, table)
     rows = []
     for prow in b.table.rows:
         for name in b.names(prow):
@@ -404,9 +409,9 @@ def _tau_text(tau: float | None) -> str:
     return "∞" if tau is None else f"{tau:g}"
 
 
-def shu_table1(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
+def shu_table1(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
     """Window, BLEU and RIBES per model and τ; our other τ settings follow as rows of their own."""
-    b = _Builder(spec, ours, TABLES["shu_table1"])
+    b = Builder(spec, ours, table)
     rows: list[dict[str, Any]] = []
     shown: set[tuple[str, str]] = set()
     flexible: list[str] = []  # mapped variants of a gated mechanism (Flexible Attention), for the extra τ rows
@@ -461,9 +466,9 @@ def _nearest_setting(ours: Ours, name: str, tau: float | None) -> str | None:
     return ours.setting(name, min(finite, key=lambda t: abs(t - tau))) if finite else ours.setting(name, None)
 
 
-def shu_table3(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
+def shu_table3(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
     """Decode time per sentence; ratios to Global compare across hardware."""
-    b = _Builder(spec, ours, TABLES["shu_table3"])
+    b = Builder(spec, ours, table)
     rows = []
     for prow in b.table.rows:
         for name in b.names(prow):
@@ -493,32 +498,22 @@ def shu_table3(spec: ExperimentSpec, ours: Ours) -> pd.DataFrame:
     return df
 
 
-def write_paper_tables(spec: ExperimentSpec, folder: Path) -> dict[str, pd.DataFrame]:
-    """The paper tables of which the experiment regenerates a row (:func:`paper_tables`) under
-    ``folder`` (CSV, Markdown, HTML), and the tables built. The files of the other paper tables,
+def write_paper_tables(spec: ExperimentSpec, out: Layout[Path]) -> dict[str, pd.DataFrame]:
+    """The paper tables of which the experiment regenerates a row (:func:`paper_tables`) in the
+    results folder ``out`` (CSV, Markdown, HTML), and the tables built. The files of the other paper tables,
     left by an earlier config, are removed: a table no variant regenerates any more would show
     stale numbers of ours. A table whose mapped rows have no number yet (:func:`has_ours`) is
     written empty, saying why in one line."""
     ours = Ours(spec)
-    builders = {
-        "luong_table1": lambda: progressive_table(spec, ours, TABLES["luong_table1"]),
-        "luong_table3": lambda: progressive_table(spec, ours, TABLES["luong_table3"]),
-        "luong_table4": lambda: luong_table4(spec, ours),
-        "luong_table6": lambda: luong_table6(spec, ours),
-        "bahdanau_table1": lambda: bahdanau_table1(spec, ours),
-        "shu_table1": lambda: shu_table1(spec, ours),
-        "shu_table3": lambda: shu_table3(spec, ours),
-    }
-    assert set(builders) == set(TABLES), "one builder per paper table"
     written = paper_tables(spec)
     built = {}
-    for name in TABLES:
+    for name, table in TABLES.items():
         if name in written:
-            built[name] = builders[name]()
-            _Builder(spec, ours, TABLES[name]).write(built[name], folder)
+            built[name] = table.builder()(spec, ours, table)
+            Builder(spec, ours, table).write(built[name], out)
         else:
-            for ext in ("csv", "md", "html"):
-                (folder / f"{name}.{ext}").unlink(missing_ok=True)
+            for ext in RENDERINGS:
+                out.table(name, ext).unlink(missing_ok=True)
     return built
 
 

@@ -1,5 +1,7 @@
-# Configuration checks and the helpers every rule file uses. The config is validated (schema,
-# then variant semantics) when the workflow is parsed, so a bad config fails before any job.
+# Configuration checks and every helper the rule files use: the config is validated (schema, then
+# variant semantics) when the workflow is parsed, so a bad config fails before any job. The rule
+# files hold rules only; every path comes from nmtlib/layout.py (RESULTS, LOGS).
+import hashlib
 import json
 import os
 import shlex
@@ -8,8 +10,13 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
+from nmtlib.commands.report import FIGURES as REPORT_FIGURES
+from nmtlib.commands.report import tables_written
 from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, run_settings, setting_name
-from nmtlib.workflow_config import check_config_files, gpu_resources, size_warnings, validate_config, variant_seeds
+from nmtlib.layout import Layout, Logs, TRANSLATION_SUFFIXES
+from nmtlib.report.page import ENTRIES as REPORT_ENTRIES
+from nmtlib.workflow_config import (check_config_files, gpu_resources, size_warnings, train_files, validate_config,
+                                    variant_seeds)
 
 # A config error is one line on stderr and exit status 1: a WorkflowError raised here would be
 # printed with this file's name and line twice, which says nothing about the config.
@@ -33,31 +40,46 @@ if workflow.is_main_process:  # not again in each job a cluster executor starts
 NMTLIB = f"{shlex.quote(sys.executable)} -m nmtlib"
 
 EXP = config["experiment"]
-R = f"results/{EXP}"
-LOGS = f"logs/{EXP}"
+#: every file of the experiment's results, as patterns (an argument may be a wildcard)
+RESULTS = Layout.of(EXP)
+#: each job's log and benchmark file
+LOGS = Logs.of(EXP)
+#: the results folder itself, which `nmtlib report --out` and the report spec name
+R = RESULTS.root
 DATA = config["data"]
 SEEDS = config["seeds"]  #: the experiment's; a variant may have its own (seeds())
 ENSEMBLES = config.get("ensembles") or {}
 THREADS = config["threads"]
 SYNTHETIC = DATA["corpus"] == "synthetic"
+SPLITS, SIDES = ("train", "dev", "test"), ("src", "tgt")
 
 wildcard_constraints:
     variant="[A-Za-z0-9][A-Za-z0-9._+-]*",
     run=r"seed\d+|ensemble",
     setting=SETTING_PATTERN,
-    split="train|dev|test",
-    side="src|tgt",
+    split="|".join(SPLITS),
+    side="|".join(SIDES),
     seed=r"\d+",
 
 
-def decode_settings(name):
-    """Decoding settings of a variant or an ensemble: beamK, plus beamK.tauX per Flexible τ."""
+# == Variants, ensembles, their runs and decoding settings ==
+
+
+def settings_of(name):
+    """Decoding settings of a variant or an ensemble: beamK, plus beamK.tauX per Flexible τ. An
+    ensemble has the experiment's beam (decode.beam) and τ = ∞ only."""
     decode = VARIANTS[name].decode if name in VARIANTS else None
     beam = decode.beam if decode else config.get("decode", {}).get("beam", DecodeConfig.beam)
     settings = [setting_name(beam)]
     if decode:
         settings += [setting_name(beam, tau) for tau in decode.taus]
     return settings
+
+
+def decode_config(name):
+    """The decoding options of a variant; an ensemble's are its first member's (but the beam and τ
+    of its settings, settings_of)."""
+    return VARIANTS[name].decode if name in VARIANTS else VARIANTS[ENSEMBLES[name][0]].decode
 
 
 def seeds(name):
@@ -69,26 +91,60 @@ def runs(name):
     return ["ensemble"] if name in ENSEMBLES else [f"seed{s}" for s in seeds(name)]
 
 
-def model_paths(name, run):
-    """Checkpoints that decode ``name``/``run``: one model, or every seed of every ensemble member."""
-    if name in ENSEMBLES:
-        return [f"{R}/models/{m}/seed{s}/model.pt" for m in ENSEMBLES[name] for s in seeds(m)]
-    return [f"{R}/models/{name}/{run}/model.pt"]
-
-
-def decode_config(name):
-    return VARIANTS[name].decode if name in VARIANTS else VARIANTS[ENSEMBLES[name][0]].decode
-
-
 def has_attention(name):
     return VARIANTS[name].model.attention != "none"
+
+
+# == The corpus and the files beside it ==
+
+
+def corpus_cache():
+    return config.get("cache_dir") or os.environ.get("NMTLIB_CACHE") or str(Path.home() / ".cache" / "nmtlib")
+
+
+def registry_entries():
+    """File of a downloaded data set (relative to its cache folder) -> the registry entry that
+    provides it (nmtlib/data/corpora.yaml); empty for the synthetic corpus."""
+    if SYNTHETIC:
+        return {}
+    from nmtlib.errors import NmtlibError
+    from nmtlib.data.corpora import load_registry
+
+    try:
+        ds = load_registry().dataset(DATA["corpus"])
+    except NmtlibError as err:
+        raise WorkflowError(f"invalid configuration: data.corpus: {err}") from None
+    entries = {}
+    for entry in ds.files.values():
+        entries[entry.tofu_key] = entry.name
+        if entry.extract_to is not None:
+            entries.update({f"{entry.extract_to[len(ds.name) + 1:]}/{m}": entry.name for m in entry.members})
+    return entries
+
+
+def needed_entries():
+    """Registry entries the splits need: checked at parse time, so a typo fails `snakemake -n`."""
+    entries = registry_entries()
+    needed = []
+    for split, files in DATA["splits"].items():
+        for side, name in files.items():
+            if name not in entries:
+                raise WorkflowError(
+                    f"invalid configuration: data.splits.{split}.{side}: {name!r} is not a file of data set "
+                    f"{DATA['corpus']!r} (nmtlib/data/corpora.yaml), so it cannot be checksum-verified; "
+                    f"its files: {sorted(entries)}"
+                )
+            needed.append(entries[name])
+    if dictionary_in_dataset():
+        needed.append(entries[DATA["dictionary"]])
+    return list(dict.fromkeys(needed))
 
 
 def gold_alignments():
     value = DATA.get("alignments")
     if value is None:
         return None
-    return f"{R}/corpus/test.align" if value == "generated" else value
+    return RESULTS.generated_alignments() if value == "generated" else value
 
 
 def dictionary():
@@ -99,41 +155,121 @@ def dictionary():
     if value is None:
         return None
     if value == "generated":
-        return f"{R}/corpus/lexicon.tsv"
+        return RESULTS.lexicon()
     if dictionary_in_dataset():
-        return f"{R}/corpus/dictionary.txt"
+        return RESULTS.dictionary()
     return value
 
 
 def dictionary_in_dataset():
     value = DATA.get("dictionary")
-    return DATA["corpus"] != "synthetic" and value not in (None, "generated") and value in _registry_entries()
+    return value not in (None, "generated") and value in registry_entries()
+
+
+def raw_reference():
+    """Untokenized reference for sacreBLEU, where the corpus has one."""
+    if SYNTHETIC or DATA.get("tokenizer", {}).get("tgt", "none") == "none":
+        return []
+    return [RESULTS.corpus("test", "tgt")]
+
+
+# == Input functions and parameters of the rules ==
+
+
+def prepare_inputs(wildcards):
+    files = {"src": RESULTS.corpus(wildcards.split, "src"), "tgt": RESULTS.corpus(wildcards.split, "tgt")}
+    if not SYNTHETIC:
+        files["manifest"] = RESULTS.download_manifest()  # verified by checksum before use
+    return files
+
+
+def prepare_options(wildcards):
+    """Filters apply to training data only: dev/test lines must stay aligned with references."""
+    opts = []
+    if DATA["lowercase"]:
+        opts.append("--lowercase")
+    opts.append("--escape" if DATA["escape"] else "--no-escape")
+    if wildcards.split == "train":
+        opts += ["--max-len", str(DATA["max_len"]), "--drop-empty"]
+        if DATA.get("max_ratio"):
+            opts += ["--max-ratio", str(DATA["max_ratio"])]
+    return " ".join(shlex.quote(o) for o in opts)
+
+
+def train_inputs(wildcards):
+    """The data, vocabularies and (for a fine-tuning stage) the parent's model: the same files
+    `nmtlib train --config FILE --variant NAME` reads (nmtlib.workflow_config.train_files)."""
+    files = train_files(config, VARIANTS, wildcards.variant, int(wildcards.seed))
+    del files["out"]
+    return files
+
+
+def model_paths(name, run):
+    """Checkpoints that decode ``name``/``run``: one model, or every seed of every ensemble member."""
+    if name in ENSEMBLES:
+        return [RESULTS.model(m, f"seed{s}") for m in ENSEMBLES[name] for s in seeds(m)]
+    return [RESULTS.model(name, run)]
+
+
+def translate_inputs(wildcards):
+    files = {
+        "models": model_paths(wildcards.variant, wildcards.run),
+        "src": RESULTS.data("test", "src"),
+        "src_vocab": RESULTS.vocab("src"),
+        "tgt_vocab": RESULTS.vocab("tgt"),
+    }
+    if dictionary() is not None:
+        files["dictionary"] = dictionary()
+    return files
+
+
+def dictionary_option(wildcards):
+    """``--dict FILE`` where unknown words are replaced with a dictionary's help."""
+    if decode_config(wildcards.variant).unk_replace and dictionary() is not None:
+        return "--dict " + shlex.quote(dictionary())
+    return ""
+
+
+# == What the report reads and writes ==
 
 
 def score_files():
     out = []
     for name in [*VARIANTS, *ENSEMBLES]:
         for run in runs(name):
-            out += [f"{R}/scores/{name}/{run}/test.{s}.json" for s in decode_settings(name)]
+            out += [RESULTS.scores(name, run, s) for s in settings_of(name)]
     return out
 
 
 def ppl_files():
-    return [f"{R}/scores/{v}/seed{s}/test.ppl.json" for v in VARIANTS for s in seeds(v)]
+    return [RESULTS.scores(v, f"seed{s}", "ppl") for v in VARIANTS for s in seeds(v)]
 
 
 def aer_files():
     if gold_alignments() is None:
         return []
-    return [f"{R}/scores/{v}/seed{s}/test.aer.json" for v in VARIANTS if has_attention(v) for s in seeds(v)]
+    return [RESULTS.scores(v, f"seed{s}", "aer") for v in VARIANTS if has_attention(v) for s in seeds(v)]
 
 
 def attention_files():
-    return [f"{R}/attention/{v}/seed{s}/test.npz" for v in VARIANTS if has_attention(v) for s in seeds(v)]
+    return [RESULTS.attention(v, f"seed{s}") for v in VARIANTS if has_attention(v) for s in seeds(v)]
 
 
 def train_logs():
-    return [f"{R}/models/{v}/seed{s}/train_log.csv" for v in VARIANTS for s in seeds(v)]
+    return [RESULTS.train_log(v, f"seed{s}") for v in VARIANTS for s in seeds(v)]
+
+
+def translation_details():
+    """Every translation before and after unknown-word replacement (the metrics computed from the
+    text, such as chrF, and the findings' bootstrap read them) and its per-sentence decoding details
+    (time, window per step)."""
+    return [
+        RESULTS.translation(name, run, s, suffix)
+        for name in [*VARIANTS, *ENSEMBLES]
+        for run in runs(name)
+        for s in settings_of(name)
+        for suffix in TRANSLATION_SUFFIXES
+    ]
 
 
 def report_spec():
@@ -145,19 +281,31 @@ def report_spec():
         "variant_seeds": {name: seeds(name) for name in VARIANTS},
         "variants": {name: v.to_dict() for name, v in VARIANTS.items()},
         "ensembles": ENSEMBLES,
-        "settings": {name: decode_settings(name) for name in [*VARIANTS, *ENSEMBLES]},
+        "settings": {name: settings_of(name) for name in [*VARIANTS, *ENSEMBLES]},
         "report": config.get("report", {}),
         "data": {k: DATA.get(k) for k in ("corpus", "src", "tgt")},
         "aer": gold_alignments() is not None,
     })  # not sort_keys: the tables list variants in config order
 
 
+#: the tables `nmtlib report` writes for this experiment: the summary, the findings and the paper
+#: tables of which a variant (its `paper_row`) or an ensemble regenerates a row
+REPORT_TABLES = tables_written({name: v.paper_row for name, v in VARIANTS.items()}, ENSEMBLES, config.get("report"))
+
+
+def report_entry(path, name):
+    """``path`` registered in the HTML report: under its category, labelled (paper, table or
+    figure, what it shows) instead of by its path, with its caption (workflow/report/<name>.rst)."""
+    entry = REPORT_ENTRIES[name]
+    return report(path, caption=f"../report/{name}.rst", category=entry["category"], labels=entry["labels"])
+
+
 def final_outputs():
     return [
-        *[f"{R}/tables/{t}.csv" for t in REPORT_TABLES],
-        *[f"{R}/figures/{f}.png" for f in REPORT_FIGURES],
+        *[RESULTS.table(t) for t in REPORT_TABLES],
+        *[RESULTS.figure(f) for f in REPORT_FIGURES],
         # what `nmtlib translate --model results/<exp>/models/<variant>/seed1/model.pt` decodes with
-        *[f"{R}/models/{v}/decode.json" for v in VARIANTS],
+        *[RESULTS.decode_settings(v) for v in VARIANTS],
         # every result the tables read, so that a new variant is planned from its missing files alone:
         # without .snakemake/ (results copied or restored) nothing else says that the tables, which
         # exist and are newer than their inputs, must be made again (Snakemake's params trigger)

@@ -2,31 +2,26 @@
 # attention alignments from forced decoding of the references (Luong §5.4, footnote 14).
 
 
-def raw_reference():
-    """Untokenized reference for sacreBLEU, where the corpus has one."""
-    if SYNTHETIC or DATA.get("tokenizer", {}).get("tgt", "none") == "none":
-        return []
-    return [raw_file("test", "tgt")]
-
-
 rule score_translation:
     input:
-        multiext(f"{R}/translations/{{variant}}/{{run}}/test.{{setting}}", ".txt", ".unk.txt", ".jsonl"),
-        ref=f"{R}/data/test.tgt",
-        src=f"{R}/data/test.src",
-        src_vocab=f"{R}/vocab/src.txt",
-        tgt_vocab=f"{R}/vocab/tgt.txt",
+        multiext(RESULTS.translation("{variant}", "{run}", "{setting}"), *TRANSLATION_SUFFIXES),
+        ref=RESULTS.data("test", "tgt"),
+        src=RESULTS.data("test", "src"),
+        src_vocab=RESULTS.vocab("src"),
+        tgt_vocab=RESULTS.vocab("tgt"),
         raw_ref=raw_reference(),
     output:
-        f"{R}/scores/{{variant}}/{{run}}/test.{{setting}}.json",
+        RESULTS.scores("{variant}", "{run}", "{setting}"),
     params:
-        prefix=lambda w: f"{R}/translations/{w.variant}/{w.run}/test.{w.setting}",
+        prefix=lambda w: RESULTS.translation(w.variant, w.run, w.setting),
         raw_ref=lambda w, input: f"--raw-ref {shlex.quote(input.raw_ref[0])}" if input.raw_ref else "",
         tgt_lang=DATA["tgt"],
         tgt_tok=DATA.get("tokenizer", {}).get("tgt", "none"),
         width=config.get("report", {}).get("bucket_width", 10),
     log:
-        f"{LOGS}/score_translation/{{variant}}.{{run}}.{{setting}}.log",
+        LOGS.job("score_translation", "{variant}.{run}.{setting}"),
+    benchmark:
+        LOGS.benchmark("score_translation", "{variant}.{run}.{setting}")
     resources:
         mem_mb=2000,
         runtime=30,
@@ -39,15 +34,17 @@ rule score_translation:
 
 rule test_perplexity:
     input:
-        model=f"{R}/models/{{variant}}/seed{{seed}}/model.pt",
-        src=f"{R}/data/test.src",
-        tgt=f"{R}/data/test.tgt",
-        src_vocab=f"{R}/vocab/src.txt",
-        tgt_vocab=f"{R}/vocab/tgt.txt",
+        model=RESULTS.model("{variant}", "seed{seed}"),
+        src=RESULTS.data("test", "src"),
+        tgt=RESULTS.data("test", "tgt"),
+        src_vocab=RESULTS.vocab("src"),
+        tgt_vocab=RESULTS.vocab("tgt"),
     output:
-        f"{R}/scores/{{variant}}/seed{{seed}}/test.ppl.json",
+        RESULTS.scores("{variant}", "seed{seed}", "ppl"),
     log:
-        f"{LOGS}/test_perplexity/{{variant}}.seed{{seed}}.log",
+        LOGS.job("test_perplexity", "{variant}.seed{seed}"),
+    benchmark:
+        LOGS.benchmark("test_perplexity", "{variant}.seed{seed}")
     threads: THREADS
     resources:
         **GPU,
@@ -61,17 +58,19 @@ rule test_perplexity:
 
 rule export_attention:
     input:
-        model=f"{R}/models/{{variant}}/seed{{seed}}/model.pt",
-        src=f"{R}/data/test.src",
-        tgt=f"{R}/data/test.tgt",
-        src_vocab=f"{R}/vocab/src.txt",
-        tgt_vocab=f"{R}/vocab/tgt.txt",
+        model=RESULTS.model("{variant}", "seed{seed}"),
+        src=RESULTS.data("test", "src"),
+        tgt=RESULTS.data("test", "tgt"),
+        src_vocab=RESULTS.vocab("src"),
+        tgt_vocab=RESULTS.vocab("tgt"),
     output:
-        attention=f"{R}/attention/{{variant}}/seed{{seed}}/test.npz",
-        links=f"{R}/attention/{{variant}}/seed{{seed}}/test.links",
-        predicted=f"{R}/attention/{{variant}}/seed{{seed}}/test.predicted.links",
+        attention=RESULTS.attention("{variant}", "seed{seed}"),
+        links=RESULTS.links("{variant}", "seed{seed}"),
+        predicted=RESULTS.predicted_links("{variant}", "seed{seed}"),
     log:
-        f"{LOGS}/export_attention/{{variant}}.seed{{seed}}.log",
+        LOGS.job("export_attention", "{variant}.seed{seed}"),
+    benchmark:
+        LOGS.benchmark("export_attention", "{variant}.seed{seed}")
     threads: THREADS
     resources:
         **GPU,
@@ -87,14 +86,16 @@ rule export_attention:
 rule score_alignment:
     input:
         gold=lambda w: gold_alignments(),
-        links=f"{R}/attention/{{variant}}/seed{{seed}}/test.links",
-        predicted=f"{R}/attention/{{variant}}/seed{{seed}}/test.predicted.links",
-        src=f"{R}/data/test.src",
-        tgt=f"{R}/data/test.tgt",
+        links=RESULTS.links("{variant}", "seed{seed}"),
+        predicted=RESULTS.predicted_links("{variant}", "seed{seed}"),
+        src=RESULTS.data("test", "src"),
+        tgt=RESULTS.data("test", "tgt"),
     output:
-        f"{R}/scores/{{variant}}/seed{{seed}}/test.aer.json",
+        RESULTS.scores("{variant}", "seed{seed}", "aer"),
     log:
-        f"{LOGS}/score_alignment/{{variant}}.seed{{seed}}.log",
+        LOGS.job("score_alignment", "{variant}.seed{seed}"),
+    benchmark:
+        LOGS.benchmark("score_alignment", "{variant}.seed{seed}")
     resources:
         mem_mb=1000,
         runtime=10,

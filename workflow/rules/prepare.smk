@@ -2,33 +2,13 @@
 # build the top-K vocabularies from the training side.
 
 
-def prepare_inputs(wildcards):
-    files = {"src": raw_file(wildcards.split, "src"), "tgt": raw_file(wildcards.split, "tgt")}
-    if not SYNTHETIC:
-        files["manifest"] = f"{R}/corpus/download.json"  # verified by checksum before use
-    return files
-
-
-def prepare_options(wildcards):
-    """Filters apply to training data only: dev/test lines must stay aligned with references."""
-    opts = []
-    if DATA["lowercase"]:
-        opts.append("--lowercase")
-    opts.append("--escape" if DATA["escape"] else "--no-escape")
-    if wildcards.split == "train":
-        opts += ["--max-len", str(DATA["max_len"]), "--drop-empty"]
-        if DATA.get("max_ratio"):
-            opts += ["--max-ratio", str(DATA["max_ratio"])]
-    return " ".join(shlex.quote(o) for o in opts)
-
-
 rule prepare_split:
     input:
         unpack(prepare_inputs),
     output:
-        src=f"{R}/data/{{split}}.src",
-        tgt=f"{R}/data/{{split}}.tgt",
-        stats=f"{R}/data/{{split}}.stats.json",
+        src=RESULTS.data("{split}", "src"),
+        tgt=RESULTS.data("{split}", "tgt"),
+        stats=RESULTS.data_stats("{split}"),
     params:
         src_lang=DATA["src"],
         tgt_lang=DATA["tgt"],
@@ -36,7 +16,9 @@ rule prepare_split:
         tgt_tok=DATA.get("tokenizer", {}).get("tgt", "none"),
         options=prepare_options,
     log:
-        f"{LOGS}/prepare_split/{{split}}.log",
+        LOGS.job("prepare_split", "{split}"),
+    benchmark:
+        LOGS.benchmark("prepare_split", "{split}")
     resources:
         mem_mb=4000,
         runtime=120,
@@ -64,13 +46,15 @@ rule prepare_split:
 # content). A deleted vocabulary that no job needs is not rebuilt ("Nothing to be done").
 checkpoint build_vocab:
     input:
-        f"{R}/data/train.{{side}}",
+        RESULTS.data("train", "{side}"),
     output:
-        f"{R}/vocab/{{side}}.txt",
+        RESULTS.vocab("{side}"),
     params:
         size=lambda w: DATA["vocab_size"][w.side],
     log:
-        f"{LOGS}/build_vocab/{{side}}.log",
+        LOGS.job("build_vocab", "{side}"),
+    benchmark:
+        LOGS.benchmark("build_vocab", "{side}")
     resources:
         mem_mb=2000,
         runtime=30,

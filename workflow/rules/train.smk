@@ -1,24 +1,16 @@
 # Train each variant with each seed on the GPU when there is one. Training resumes from
 # checkpoints/last.pt (not a declared output, so Snakemake keeps it across failures, retries
 # and Slurm requeues); a fine-tuning variant (finetune_from) starts from its parent's model.
-from nmtlib.workflow_config import preprocess_record, train_files, variant_spec
-
-
-def train_inputs(wildcards):
-    """The data, vocabularies and (for a fine-tuning stage) the parent's model: the same files
-    `nmtlib train --config FILE --variant NAME` reads (nmtlib.workflow_config.train_files)."""
-    files = train_files(config, VARIANTS, wildcards.variant, int(wildcards.seed))
-    del files["out"]
-    return files
+from nmtlib.workflow_config import preprocess_record, variant_spec
 
 
 rule train_model:
     input:
         unpack(train_inputs),
     output:
-        model=f"{R}/models/{{variant}}/seed{{seed}}/model.pt",
-        log=f"{R}/models/{{variant}}/seed{{seed}}/train_log.csv",
-        env=f"{R}/models/{{variant}}/seed{{seed}}/env.json",
+        model=RESULTS.model("{variant}", "seed{seed}"),
+        log=RESULTS.train_log("{variant}", "seed{seed}"),
+        env=RESULTS.record("{variant}", "seed{seed}"),
     params:
         # what trains the variant, as JSON; a rule parameter, so a change retrains
         spec=lambda w: variant_spec(config, w.variant),
@@ -27,9 +19,9 @@ rule train_model:
         out_dir=lambda w: train_files(config, VARIANTS, w.variant, int(w.seed))["out"],
         init=lambda w, input: f"--init-from {shlex.quote(input.init)}" if "init" in input.keys() else "",
     log:
-        f"{LOGS}/train_model/{{variant}}.seed{{seed}}.log",
+        LOGS.job("train_model", "{variant}.seed{seed}"),
     benchmark:
-        f"{LOGS}/benchmark/train_model/{{variant}}.seed{{seed}}.tsv"
+        LOGS.benchmark("train_model", "{variant}.seed{seed}")
     threads: THREADS
     resources:
         **GPU,
