@@ -338,6 +338,10 @@ def test_a_variant_with_its_own_seeds_trains_those_and_the_rest_keep_the_experim
     # the report is told each variant's seeds
     spec = _report_spec(tmp_path, config)
     assert spec["variant_seeds"] == {"base": [1], "global-general-feed": [1, 2, 5]}
+    # and the tables' headers say which seeds each variant has, not the experiment's alone
+    from nmtlib.report.collect import ExperimentSpec, seeds_description
+
+    assert seeds_description(ExperimentSpec.from_json(json.dumps(spec))) == "seeds [1]; [1, 2, 5] for global-general-feed"
 
 
 def _report_spec(tmp_path: Path, config: Path) -> dict:

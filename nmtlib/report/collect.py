@@ -108,6 +108,19 @@ def data_description(spec: ExperimentSpec) -> str:
     return f"{corpus} {src}→{tgt}{size}"
 
 
+def seeds_description(spec: ExperimentSpec) -> str:
+    """The seeds the models were trained with, for table headers: ``seeds [1, 2]``, or, where
+    variants have their own (``variants.<name>.seeds``), the experiment's and each exception,
+    ``seeds [1]; [1, 2, 3] for a, b``."""
+    own: dict[tuple[int, ...], list[str]] = {}
+    for name in spec.variants:
+        seeds = tuple(spec.seeds_of(name))
+        if list(seeds) != list(spec.seeds):
+            own.setdefault(seeds, []).append(name)
+    exceptions = "".join(f"; {list(seeds)} for {', '.join(names)}" for seeds, names in own.items())
+    return f"seeds {list(spec.seeds)}{exceptions}"
+
+
 def attention_label(variant: dict[str, Any]) -> str:
     """``attention`` column value: RNNsearch's additive attention on s_{i−1} is labelled apart from Luong's."""
     m = variant["model"]

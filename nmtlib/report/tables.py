@@ -32,7 +32,7 @@ import pandas as pd
 from nmtlib.atomic import atomic_write
 from nmtlib.layout import Layout
 from nmtlib.report.collect import (SD, ExperimentSpec, Ours, data_description, ensemble_assignments, gated,
-                                   parse_tau, smoke_run, summary_columns, translation_rows)
+                                   parse_tau, seeds_description, smoke_run, summary_columns, translation_rows)
 from nmtlib.report.metrics import METRICS, metrics_in
 from nmtlib.report.significance import FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED
 from nmtlib.report.paper import TABLES, PaperRow, PaperTable, resolve_paper_row, tables_with_rows
@@ -261,8 +261,8 @@ class Builder:
         t = self.table
         return (
             smoke_header(self.spec) +
-            f"Ours: experiment `{self.spec.experiment}` ({self.spec.results}), {self.data}, seeds "
-            f"{self.spec.seeds}.  \nPaper: {t.reference}; {t.setting}.  \n"
+            f"Ours: experiment `{self.spec.experiment}` ({self.spec.results}), {self.data}, "
+            f"{seeds_description(self.spec)}.  \nPaper: {t.reference}; {t.setting}.  \n"
             "Our numbers are on our data, the paper's on the paper's: compare trends (deltas, ratios), "
             "not values. An empty *ours* means no variant of this experiment regenerates that row "
             "(a variant names its rows with `paper_row`)."
@@ -543,4 +543,4 @@ def write_summary(summary: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -
     :func:`summary_notes` under them."""
     return write_table(summary, path_csv, f"Summary of experiment {spec.experiment}", summary_notes(spec),
                        header=smoke_header(spec) + f"Experiment `{spec.experiment}` ({spec.results}), "
-                                                   f"{data_description(spec)}, seeds {spec.seeds}.")
+                                                   f"{data_description(spec)}, {seeds_description(spec)}.")
