@@ -40,8 +40,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def train_log(model_dir: Path) -> list[dict[str, float]]:
-    path = model_dir / "train_log.csv"
+def train_log(path: Path) -> list[dict[str, float]]:
     if not path.exists():
         return []
     with path.open(encoding="utf-8", newline="") as f:
@@ -60,15 +59,18 @@ def chrf(hyp: Path, ref: Path) -> float | None:
 
 def run_numbers(results: Path, variant: str, seed: int, setting: str) -> dict[str, object]:
     """One model's numbers; BLEU and chrF are None until its translation is scored."""
-    log = train_log(results / "models" / variant / f"seed{seed}")
-    score_path = results / "scores" / variant / f"seed{seed}" / f"test.{setting}.json"
+    from nmtlib.layout import RAW_TEXT, Layout
+
+    layout, run = Layout(results), f"seed{seed}"
+    log = train_log(layout.train_log(variant, run))
+    score_path = layout.scores(variant, run, setting)
     bleu = json.loads(score_path.read_text(encoding="utf-8"))["bleu"]["bleu"] if score_path.exists() else None
-    hyp = results / "translations" / variant / f"seed{seed}" / f"test.{setting}.txt"
-    finished = (results / "models" / variant / f"seed{seed}" / "model.pt").exists()
+    hyp = layout.translation(variant, run, setting, RAW_TEXT)
+    finished = layout.model(variant, run).exists()
     return {
         "finished": finished,
         "bleu": bleu,
-        "chrf": chrf(hyp, results / "data" / "test.tgt") if bleu is not None else None,
+        "chrf": chrf(hyp, layout.data("test", "tgt")) if bleu is not None else None,
         "best_dev_ppl": min((r["dev_ppl"] for r in log), default=None),
         "dev_ppl": [r["dev_ppl"] for r in log],
         "tokens_per_s": statistics.median(r["target_tokens_per_s"] for r in log) if log else None,

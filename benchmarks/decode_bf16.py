@@ -44,19 +44,19 @@ def main(argv=None) -> int:
     from nmtlib.data.batching import ParallelData
     from nmtlib.decode.translate import DecodeOptions, decode_data, load_models
     from nmtlib.files import read_lines
+    from nmtlib.layout import Layout
     from nmtlib.metrics.bleu import tokenized_bleu
 
     info = bc.machine_info(args.threads)
     bc.print_header(info)
     device = torch.device("cpu")
-    refs = read_lines(args.results / "data" / "test.tgt")
+    layout = Layout(args.results)
+    refs = read_lines(layout.data("test", "tgt"))
     rows, results = [], []
     for variant in args.variants.split(","):
-        model_path = args.results / "models" / variant / f"seed{args.seed}" / "model.pt"
-        models, src_vocab, tgt_vocab, _ = load_models([model_path], device, args.results / "vocab" / "src.txt",
-                                                      args.results / "vocab" / "tgt.txt")
-        test = ParallelData.load(args.results / "data" / "test.src", args.results / "data" / "test.tgt",
-                                 src_vocab, tgt_vocab)
+        models, src_vocab, tgt_vocab, _ = load_models([layout.model(variant, f"seed{args.seed}")], device,
+                                                      layout.vocab("src"), layout.vocab("tgt"))
+        test = ParallelData.load(layout.data("test", "src"), layout.data("test", "tgt"), src_vocab, tgt_vocab)
         n = args.sentences or len(test)
         test, ref = ParallelData(test.src[:n], test.tgt[:n]), refs[:n]
         for beam in (int(b) for b in args.beams.split(",")):
