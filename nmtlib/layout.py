@@ -27,7 +27,8 @@ The folder of an experiment::
     attention/{variant}/{run}/test.npz, test.links, forced decoding's attention and links
       test.predicted.links
     tables/{table}.csv|md|html, figures/{figure}.png
-    report/landing.html, report/columns/{table}.rst the HTML report's landing page and captions' columns
+    report/landing.html, report/columns/{table}.rst the HTML report's landing page and captions' columns,
+      report/captions/{table}.rst                   and the paper tables' captions
 
 ``{run}`` is ``seed<k>`` or ``ensemble``; ``{setting}`` is ``beam<K>`` or ``beam<K>.tau<τ>``.
 """
@@ -204,8 +205,14 @@ class Layout(_Folder[P]):
         return self._at("report", "landing.html")
 
     def columns(self, table: str) -> P:
-        """A table's metric columns, for its caption (``workflow/report/<table>.rst`` includes it)."""
+        """A table's metric columns, for its caption (``workflow/report/<table>.rst`` includes it; a
+        paper table's caption, :meth:`caption`, ends with them)."""
         return self._at("report", "columns", f"{table}.rst")
+
+    def caption(self, table: str) -> P:
+        """A paper table's caption in the HTML report, written from its declaration
+        (:meth:`nmtlib.report.paper.PaperTable.caption_rst`)."""
+        return self._at("report", "captions", f"{table}.rst")
 
 
 def settings_beside(model: Path) -> Path:

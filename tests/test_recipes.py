@@ -45,7 +45,7 @@ register(Metric("words_per_sentence", "test words per sentence", "words per sent
                 "decoded", words_per_sentence, tables=("summary", "toy_table1")))
 '''
 
-# -- "Adding a paper table": an entry in the tuple of TABLES, a module with its builder, a caption --
+# -- "Adding a paper table": an entry in the tuple of TABLES (its caption in it), a module with its builder
 
 TABLE_ENTRY = '''TOY_TABLE1 = PaperTable(
     "toy_table1", LUONG, "Table 1 (toy)", "A toy table of the recipes' test", "the tiny workflow's data; BLEU",
@@ -55,6 +55,10 @@ TABLE_ENTRY = '''TOY_TABLE1 = PaperTable(
     ),
     notes="paper_bleu: the toy paper's number; ours_bleu_before_unk_replace: ours.",
     build="nmtlib.report.toy_table:toy_table1", shows="toy rows of the recipe",
+    caption="""\\
+**A toy table** of the recipes' test: ``paper_bleu``, the toy paper's BLEU, beside
+``ours_bleu_before_unk_replace``, tokenized BLEU of the variant that regenerates the row.
+""",
 )
 
 '''
@@ -82,13 +86,6 @@ def toy_table1(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFr
                 "ours_from": b.ours_from(name),
             }, name))
     return pd.DataFrame(rows)
-'''
-
-TABLE_CAPTION = '''**A toy table** of the recipes' test: ``paper_bleu``, the toy paper's BLEU, beside
-``ours_bleu_before_unk_replace``, tokenized BLEU of the variant that regenerates the row.
-
-{% set columns = snakemake.output.landing | replace("landing.html", "columns/toy_table1.rst") %}
-.. include:: {{ columns }}
 '''
 
 # -- "Adding a corpus": a data set in nmtlib/data/corpora.yaml, its files served over HTTP ---------
@@ -141,7 +138,6 @@ def recipes(tmp_path_factory) -> Path:
     follow(paper, "#: every paper table, by name", TABLE_ENTRY + "#: every paper table, by name")
     follow(paper, "SHU_TABLE1, SHU_TABLE3)", "SHU_TABLE1, SHU_TABLE3, TOY_TABLE1)")
     (tree / "nmtlib" / "report" / "toy_table.py").write_text(TABLE_MODULE, encoding="utf-8")
-    (tree / "workflow" / "report" / "toy_table1.rst").write_text(TABLE_CAPTION, encoding="utf-8")
     # a corpus, served from here
     served = tmp_path_factory.mktemp("served")
     write_corpus(served, seed=5, sizes=SIZES)

@@ -443,18 +443,24 @@ def test_paper_row_handles() -> None:
 
 
 def test_every_output_has_a_caption() -> None:
-    """``snakemake --report`` needs a caption per table and figure the rule declares."""
+    """``snakemake --report`` needs a caption per table and figure the rule declares: a paper
+    table's is its declaration's, the others' a file of workflow/report/."""
     repo = Path(__file__).resolve().parents[1]
     for name in [*TABLES, *FIGURES]:
-        caption = repo / "workflow" / "report" / f"{name}.rst"
-        assert caption.exists() and len(caption.read_text(encoding="utf-8")) > 100, name
+        if name in paper.TABLES:
+            caption = paper.TABLES[name].caption_rst("Metric columns: none.\n")
+            assert f"paper_row: {{{name}: <row>}}" in caption and caption.endswith("Metric columns: none.\n")
+        else:
+            caption = (repo / "workflow" / "report" / f"{name}.rst").read_text(encoding="utf-8")
+        assert len(caption) > 100, name
     assert set(TABLES) == {"summary", "findings", *paper.TABLES}
 
 
 def test_a_paper_table_is_one_declaration() -> None:
     """A paper table's builder, report entry and caption come from its :class:`PaperTable` alone
-    (issue #43): every declared builder imports, every caption belongs to an entry (a table's, a
-    figure's, or the landing page's ``workflow.rst``), and a declaration without a builder fails."""
+    (issue #43): every declared builder imports, every caption file belongs to an entry that is not
+    a paper table (the overview's tables, a figure, or the landing page's ``workflow.rst``), and a
+    declaration without a builder or a caption fails."""
     from nmtlib.report.page import ENTRIES, PAPER_TABLES
 
     for name, table in paper.TABLES.items():
@@ -462,8 +468,12 @@ def test_a_paper_table_is_one_declaration() -> None:
         assert ENTRIES[name] == {"category": PAPER_TABLES, "labels": {"paper": table.paper, "table": table.table,
                                                                       "shows": table.shows}}
     captions = {p.stem for p in (Path(__file__).resolve().parents[1] / "workflow" / "report").glob("*.rst")}
-    assert captions == {*ENTRIES, "workflow"}
+    assert captions == {*ENTRIES, "workflow"} - set(paper.TABLES)
     with pytest.raises(ValueError, match="build is 'module:function'"):
-        paper.PaperTable("luong_table9", paper.LUONG, "Table 9", "title", "setting", (), build="tables", shows="x")
+        paper.PaperTable("luong_table9", paper.LUONG, "Table 9", "title", "setting", (), build="tables", shows="x",
+                         caption="A table.")
+    with pytest.raises(ValueError, match="caption its reStructuredText"):
+        paper.PaperTable("luong_table9", paper.LUONG, "Table 9", "title", "setting", (), build="m:f", shows="x",
+                         caption=" ")
     # the ensemble rows are the rows keyed ``ensemble``, wherever a table has one
     assert paper.ensemble_tables(["e", "f"], None) == {"luong_table1": ["e"], "luong_table6": ["e"]}

@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"the experiment's results folder: tables go to {out.tables_dir()}/ (CSV, Markdown, HTML), "
                         f"figures to {out.figures_dir()}/ (PNG), and the HTML report's landing page (the papers' "
                         f"claims, the summary: an HTML fragment that workflow/report/workflow.rst embeds) to "
-                        f"{out.landing()}, and each table's metric columns, for its caption, to "
-                        f"{out.columns('<table>')}")
+                        f"{out.landing()}, each table's metric columns, for its caption, to "
+                        f"{out.columns('<table>')}, and each paper table's caption to {out.caption('<table>')}")
     p.set_defaults(func=run)
 
 
@@ -79,8 +79,12 @@ def run(args: argparse.Namespace) -> int:
                "summary": write_summary(summary, spec, out.table("summary"))}
 
     for name in written:
+        columns = columns_rst(name, list(pd.read_csv(out.table(name), nrows=0).columns))
         with atomic_write(out.columns(name)) as f:
-            f.write(columns_rst(name, list(pd.read_csv(out.table(name), nrows=0).columns)))
+            f.write(columns)
+        if name in _PAPER:  # a paper table's caption comes from its declaration alone
+            with atomic_write(out.caption(name)) as f:
+                f.write(_PAPER[name].caption_rst(columns))
 
     figures.learning_curves(collect.learning_curves(spec), out.figure("learning_curves"))
     figures.bleu_by_length(collect.length_buckets(spec), out.figure("bleu_by_length"))

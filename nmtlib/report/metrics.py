@@ -258,7 +258,8 @@ for _metric in (
 
 def columns_rst(table: str, columns: list[str]) -> str:
     """The registered metrics among a table's ``columns`` as a reStructuredText list (``- ``col``:
-    help``), for the table's caption in the HTML report (``workflow/report/<table>.rst`` includes it).
+    help``), for the table's caption in the HTML report (``workflow/report/<table>.rst`` includes it; a
+    paper table's caption ends with it, :meth:`nmtlib.report.paper.PaperTable.caption_rst`).
 
     A column is a metric's name, ``ours_<name>`` (paper tables), ``<name>_sd`` (its standard
     deviation over seeds) or, in the findings, ``<family>_<part>`` of a metric family.

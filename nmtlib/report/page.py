@@ -29,7 +29,7 @@ from nmtlib.report.tables import VERDICT_CLASS, TableHtml
 OVERVIEW, PAPER_TABLES, FIGURES = "1. Overview", "2. Paper tables", "3. Figures"
 
 #: table or figure name → category and labels of its report entry (each with its caption,
-#: ``workflow/report/<name>.rst``); a paper table's come from its declaration
+#: ``workflow/report/<name>.rst``); a paper table's, caption included, come from its declaration
 #: (:data:`nmtlib.report.paper.TABLES`). Snakemake lists a category's entries as a table with one
 #: column per label, sorted by the first label; a label other than the first whose two values each
 #: cover half of a category's entries would become a toggle, hence one label in the two-entry

@@ -4,8 +4,9 @@ A paper table is one :class:`PaperTable` in :data:`TABLES` (docs/extending.md, "
 table"): its rows, the paper's in the paper's order with the paper's numbers; the function that
 builds it with our numbers beside the paper's (``build``, ``"module:function"``, imported when the
 report runs: checking a config reads the rows only); and its entry in the HTML report (``shows``,
-beside the paper and the table; the caption is ``workflow/report/<name>.rst``). The report writes
-it, the workflow declares its files and the report lists it from this declaration alone. A variant of an experiment
+beside the paper and the table, and its ``caption``, which the report writes out for Snakemake).
+The report writes it, the workflow declares its files and the report lists it from this
+declaration alone. A variant of an experiment
 says which row(s) it regenerates with its ``paper_row`` config entry, a mapping from table name
 to a row key (or a list of keys)::
 
@@ -83,11 +84,24 @@ class PaperTable:
     build: str = field(kw_only=True)
     #: what the table shows, in a few words: its label in the HTML report, beside paper and table
     shows: str = field(kw_only=True)
+    #: what the table is and what its columns mean, in reStructuredText: its caption in the HTML
+    #: report (:meth:`caption_rst`), followed there by its metric columns
+    caption: str = field(kw_only=True)
 
     def __post_init__(self) -> None:
         module, _, function = self.build.partition(":")
-        if not (module and function and self.shows):
-            raise ValueError(f"paper table {self.name!r}: build is 'module:function', shows a few words")
+        if not (module and function and self.shows and self.caption.strip()):
+            raise ValueError(f"paper table {self.name!r}: build is 'module:function', shows a few words, caption "
+                             f"its reStructuredText")
+
+    def caption_rst(self, columns: str) -> str:
+        """The table's caption in the HTML report: :attr:`caption`, why the table is there, and its
+        metric columns (``columns``, :func:`nmtlib.report.metrics.columns_rst`). ``nmtlib report``
+        writes it beside the table (:meth:`nmtlib.layout.Layout.caption`), so that a paper table is
+        declared here alone; Snakemake reads captions from files."""
+        return (f"{self.caption.strip()}\n\nThis table is in the report because a variant (or an ensemble) of the "
+                f"experiment regenerates one of its rows (``paper_row: {{{self.name}: <row>}}`` in the variant's "
+                f"config); an experiment that regenerates none does not write it.\n\n{columns}")
 
     def builder(self) -> Callable[[ExperimentSpec, Ours, PaperTable], pd.DataFrame]:
         """The function that builds the table (imports its module, pandas with it)."""
@@ -164,6 +178,25 @@ LUONG_TABLE1 = PaperTable(
     ),
     notes=_PROGRESSIVE_NOTES,
     build=f"{_BUILT}:progressive_table", shows="ppl, BLEU by system, En→De",
+    caption="""\
+**Luong et al. 2015, Table 1** (WMT'14 En→De, newstest2014) regenerated: every row of the paper
+with the paper's numbers beside ours. Rows of the progressive chain (Base → + reverse → + dropout
+→ + global attention (location) → + feed input → local-p (general) + feed → + unk replace →
+ensemble) carry the paper's printed gain and ours.
+
+- ``paper_test_ppl``, ``ours_test_ppl``: test perplexity (lower is better).
+- ``paper_bleu``, ``ours_bleu``: tokenized BLEU (multi-bleu.perl, 0–100) on the test set, after
+  unknown-word replacement where ``bleu_after_unk_replace`` is True, before it otherwise.
+- ``paper_delta``: the paper's printed gain in BLEU over the row right above; ``ours_delta``: our
+  gain over the same row (``ours_delta_vs``), scored the same way, empty (with a ``note``) where we
+  have no number for that row.
+- ``ours_from``: the variant (seeds, setting) behind our numbers; an empty *ours* means no variant
+  regenerates the row (a variant names its rows with ``paper_row: {luong_table1: ...}``; the first
+  ensemble fills the ensemble row).
+
+Ours are means over seeds on this experiment's data (said above the table): compare gains, not
+values.
+""",
 )
 
 LUONG_TABLE3 = PaperTable(
@@ -183,6 +216,19 @@ LUONG_TABLE3 = PaperTable(
     ),
     notes="The base system already reverses the source; each row adds to the previous one. " + _PROGRESSIVE_NOTES,
     build=f"{_BUILT}:progressive_table", shows="ppl, BLEU by system, De→En",
+    caption="""\
+**Luong et al. 2015, Table 3** (WMT'15 De→En, newstest2015) regenerated: Base (reverse) → + global
+(location) → + feed → + global (dot) + dropout + feed → + unk replace, the paper's numbers beside
+ours.
+
+- ``paper_test_ppl``, ``ours_test_ppl``: test perplexity (lower is better).
+- ``paper_bleu``, ``ours_bleu``: tokenized BLEU (0–100) on the test set, after unknown-word
+  replacement where ``bleu_after_unk_replace`` is True, before it otherwise.
+- ``paper_delta``, ``ours_delta``: gain in BLEU over the row right above (ours against
+  ``ours_delta_vs``, empty with a ``note`` where we have no number for that row).
+- ``ours_from``: the variant behind our numbers; rows no variant regenerates keep the paper's
+  numbers and an empty *ours*.
+""",
 )
 
 LUONG_TABLE4 = PaperTable(
@@ -207,6 +253,20 @@ LUONG_TABLE4 = PaperTable(
     ),
     notes="unk gain: BLEU after minus before unknown-word replacement (the paper's number in parentheses).",
     build=f"{_BUILT}:luong_table4", shows="attention types × scores",
+    caption="""\
+**Luong et al. 2015, Table 4** (attentional architectures, WMT'14 En→De): one row per attention
+type and score function, the paper's numbers beside ours.
+
+- ``paper_test_ppl``, ``ours_test_ppl``: test perplexity (lower is better).
+- ``paper_bleu_before_unk_replace``, ``ours_bleu_before_unk_replace``: tokenized BLEU (0–100) of
+  the translation as decoded; ``*_bleu_after_unk_replace``: after unknown-word replacement.
+- ``paper_unk_gain``, ``ours_unk_gain``: BLEU after minus before replacement.
+- ``ours_from``: the variant (seeds, setting) behind our numbers (``paper_row: {luong_table4: ...}``).
+
+The concat rows carry only the perplexities of the paper's footnote 15; local-m (dot) has none
+(the paper reports ppl > 7.0 and no BLEU). The paper prints +1.9 for local-p (dot), whose numbers
+differ by 1.6: kept as printed and flagged in ``note``.
+""",
 )
 
 LUONG_TABLE6 = PaperTable(
@@ -223,6 +283,20 @@ LUONG_TABLE6 = PaperTable(
           "of our links (ours_aer_fn14_precision, ours_aer_fn14_recall); ours_aer_predicted_word: every a_t aligned "
           "to the word it predicts.",
     build=f"{_BUILT}:luong_table6", shows="alignment error rate",
+    caption="""\
+**Luong et al. 2015, Table 6**: alignment error rate (AER, 0–1, lower is better) of one-to-one
+alignments read from the attention of forced decoding (each target word linked to the source word
+its attention weighs most), the paper's (RWTH De–En gold alignments) beside ours (this
+experiment's gold alignments).
+
+- ``paper_aer_fn14``, ``ours_aer_fn14``: AER by the paper's protocol (footnote 14: for a
+  content-based score, the attention of step t aligns the input word y_{t−1}), with our links'
+  precision and recall (``ours_aer_fn14_precision``, ``ours_aer_fn14_recall``).
+- ``ours_aer_predicted_word``: the same attention with every step aligned to the word it predicts,
+  y_t; for content-based scores it is the better measure of how well the attention aligns.
+
+AER is scored per model, so the ensemble and Berkeley Aligner rows have no *ours*.
+""",
 )
 
 BAHDANAU_TABLE1 = PaperTable(
@@ -239,6 +313,16 @@ BAHDANAU_TABLE1 = PaperTable(
     notes="No UNK: sentences whose source and reference have no out-of-vocabulary word; BLEU before any "
           "unknown-word replacement (the paper has none).",
     build=f"{_BUILT}:bahdanau_table1", shows="BLEU, all and no-UNK",
+    caption="""\
+**Bahdanau et al. 2015, Table 1** (WMT'14 En→Fr, news-test-2014): RNNencdec against RNNsearch, the
+paper's BLEU beside ours, before any unknown-word replacement (the paper has none).
+
+- ``paper_bleu_all``, ``ours_bleu_all``: tokenized BLEU (0–100) on all test sentences.
+- ``paper_bleu_no_unk``, ``ours_bleu_no_unk``: BLEU on the sentences without unknown words (source
+  and reference in the vocabularies); ``ours_no_unk_sentences``: how many of our test sentences
+  that is.
+- ``ours_from``: the variant behind our numbers (``paper_row: {bahdanau_table1: ...}``).
+""",
 )
 
 #: Shu & Nakayama's mechanism as declared (the gated one): its name is also the handle of their rows
@@ -264,6 +348,22 @@ SHU_TABLE1 = PaperTable(
           "of the output before any unknown-word replacement (the paper replaces none). The paper's fine-tuned model cuts the window by 56% (En→Ja) and "
           "64% (De→En) against Global.",
     build=f"{_BUILT}:shu_table1", shows="window, BLEU, RIBES by τ",
+    caption="""\
+**Shu & Nakayama 2017, Table 1**: window of vision span, BLEU and RIBES of Global, Local and
+Flexible Attention at τ = ∞ and τ = 1.2, with and without fine-tuning, the paper's En→Ja and De→En
+numbers beside ours; every other τ we decode follows as a row of our own.
+
+- ``tau``: the threshold τ of the decoding (∞: every score computed); ``ours_from``: the
+  variant (seeds, setting) behind our numbers.
+- ``paper_*_window``, ``ours_window``: source words whose attention score is computed per decoding
+  step and beam hypothesis, averaged per sentence, then over sentences (Global: the mean source
+  length); smaller is cheaper.
+- ``paper_*_bleu``, ``ours_bleu_before_unk_replace``: BLEU (0–100) of the output before any
+  unknown-word replacement (the paper replaces none); ``paper_en_ja_ribes``,
+  ``ours_ribes_before_unk_replace``: RIBES (0–1).
+- ``ours_window_change_pct``: our window's change in % against our Global row (the paper's
+  fine-tuned model: −56% En→Ja, −64% De→En).
+""",
 )
 
 SHU_TABLE3 = PaperTable(
@@ -276,6 +376,19 @@ SHU_TABLE3 = PaperTable(
            aliases=("finetuned", "fine-tuned", f"{_SHU_MECHANISM}-1.0")),
     ),
     build=f"{_BUILT}:shu_table3", shows="decoding time",
+    caption="""\
+**Shu & Nakayama 2017, Table 3**: average decoding time per sentence of Global and fine-tuned
+Flexible Attention.
+
+- ``paper_gpu_ms``, ``paper_cpu_ms``: the paper's milliseconds per sentence (character-level
+  En→Ja, reference fed back; GTX TITAN X, one core of an i7-5960X).
+- ``ours_ms``: the mean decoding time of our beam-search translations (a batch's wall time divided
+  by its sentences), on ``ours_device`` ("not recorded" when unknown).
+- ``ours_from``: the variant (seeds, setting) behind our numbers, decoded at the paper's τ or
+  the nearest one decoded.
+- ``*_vs_global``: time relative to the Global row. Compare these ratios, not the milliseconds:
+  hardware, framework and batch differ.
+""",
 )
 
 #: every paper table, by name, in the order the report and the results page list them

@@ -11,7 +11,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from nmtlib.commands.report import FIGURES as REPORT_FIGURES
-from nmtlib.commands.report import tables_written
+from nmtlib.commands.report import PAPER_TABLES, tables_written
 from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, run_settings, setting_name
 from nmtlib.layout import Layout, Logs, TRANSLATION_SUFFIXES
 from nmtlib.report.page import ENTRIES as REPORT_ENTRIES
@@ -295,9 +295,12 @@ REPORT_TABLES = tables_written({name: v.paper_row for name, v in VARIANTS.items(
 
 def report_entry(path, name):
     """``path`` registered in the HTML report: under its category, labelled (paper, table or
-    figure, what it shows) instead of by its path, with its caption (workflow/report/<name>.rst)."""
+    figure, what it shows) instead of by its path, with its caption: a paper table's as `nmtlib
+    report` writes it from the table's declaration (absolute: Snakemake joins a caption's path to
+    the rule file's folder), the others' from workflow/report/<name>.rst."""
     entry = REPORT_ENTRIES[name]
-    return report(path, caption=f"../report/{name}.rst", category=entry["category"], labels=entry["labels"])
+    caption = os.path.abspath(RESULTS.caption(name)) if name in PAPER_TABLES else f"../report/{name}.rst"
+    return report(path, caption=caption, category=entry["category"], labels=entry["labels"])
 
 
 def final_outputs():
