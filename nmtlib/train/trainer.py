@@ -289,6 +289,10 @@ class Trainer:
                    if side in recorded and recorded[side]["sha256"] != self.vocabularies[side]["sha256"]]
         return f" (other {' and '.join(changed)} vocabulary content)" if changed else ""
 
+    # The loop state (epoch, batch_index, step, best, log, epoch sums) travels between _run, _loop,
+    # _save and _evaluate as loose arguments, each the key of the same name in last.pt. One state
+    # object would read better; it waits until the checkpoint's keys next change, so that the code
+    # every exact resume goes through (tests/test_engine.py, tests/test_precision.py) changes once.
     def _save(self, model, optimizer, epoch: int, batch_index: int, step: int, best: float, log: list,
               epoch_sums: tuple[float, int, float] | None = (0.0, 0, 0.0)) -> None:
         """``epoch_sums``: the current epoch's training NLL, target tokens and seconds so far, so that
