@@ -104,10 +104,19 @@ def test_sigterm_writes_checkpoint_exits_143_and_resumes(tiny_corpus, reference_
 
 
 def test_changed_config_does_not_resume_stale_checkpoint(tiny_corpus, reference_run, tmp_path):
+    """A finished model of other settings is not replaced (issue #41, M10); with its outputs removed,
+    as Snakemake removes a job's outputs before it retrains, the kept checkpoint of the old settings
+    is set aside and training starts afresh."""
     out = tmp_path / "changed"
     subprocess.run(train_cmd(tiny_corpus, out), check=True, capture_output=True, timeout=600)
+    finished = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     spec = json.loads(json.dumps(SPEC))
     spec["options"]["train"]["lr"] = 0.02
+    refused = subprocess.run(train_cmd(tiny_corpus, out, spec), capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 2 and "holds a finished model of other settings (train.lr" in refused.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == finished
+    for name in ("model.pt", "train_log.csv", "env.json"):
+        (out / name).unlink()
     run = subprocess.run(train_cmd(tiny_corpus, out, spec), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0 and "belongs to another configuration" in run.stderr
     assert (out / "checkpoints" / "last.stale.pt").exists()
