@@ -461,8 +461,8 @@ def attention_selection(spec: ExperimentSpec) -> list[str]:
 
 def check_models(spec: ExperimentSpec) -> None:
     """Refuse to tabulate a model as a variant unless its record says the variant trained it: its
-    options, seed and data (:mod:`nmtlib.provenance`). A folder without a record has no finished
-    model, and the tables show it missing.
+    options, seed and data (:mod:`nmtlib.provenance`). A folder without a record never started
+    training; one still training has its record already, and is held to it the same way.
 
     :raises NmtlibError: one line naming the folder, what differs and how to retrain it."""
     digests: dict[str, str] = {}  # each experiment file hashed once
