@@ -80,7 +80,8 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
         "epoch,step,lr,train_ppl,dev_ppl,target_tokens_per_s,elapsed_s\n"
         "1,100,0.003,61,70,1000,41.0\n2,200,0.003,31,45,1000,82.0\n3,300,0.003,21,36.6667,1000,123.4\n",
         encoding="utf-8")
-    (results / "models" / "base" / "seed1" / "env.json").write_text(json.dumps({"git_commit": "a" * 40}))
+    (results / "models" / "base" / "seed1" / "env.json").write_text(json.dumps(
+        {"git_commit": "a" * 40, "variant": {"train": {"bf16": True}}}))
     logs = root / "logs" / "unit"
     bench = logs / "benchmark" / "train_model" / "base.seed1.tsv"
     bench.parent.mkdir(parents=True)
@@ -99,7 +100,11 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
     assert [line for line in page.splitlines() if line.startswith("| commit")] == [commits]
     # base, seed 1: dev ppl 70, 45, 36.67; the last epoch lowered the best before it (45) by
     # (45 − 36.67) / 45 = 18.5%; the trainer's clock ended at 123.4 s = 2.1 min; 90 s = 1.5 min of CPU
-    assert "| base | seed1 | 3 | 3 | 36.67 | 18.5% | 2.1 min | 1.5 min | yes |" in page
+    assert "| base | seed1 | 3 | 3 | 36.67 | 18.5% | 2.1 min | 1.5 min | yes |  | bf16 |" in page
+    # its record says it trained in bf16, a deviation from the papers' float32; the others record nothing
+    (precision,) = [line for line in page.splitlines() if line.startswith("| precision |")]
+    assert "bf16 autocast" in precision and "the papers train in float32: 1 model" in precision
+    assert "not recorded: 11 models" in precision
     local_p = next(line for line in page.splitlines() if line.startswith("| local-p | seed1 |"))
     assert "| no |" in local_p  # its job log has no resume
     for heading in ("## Findings", "## Summary", "### Shu & Nakayama 2017, Table 1", "## Translations",

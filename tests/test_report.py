@@ -44,7 +44,7 @@ SMALL = {"embedding_size": 8, "hidden_size": 8, "layers": 1}
 RAW_VARIANTS = {
     "base": {**SMALL, "attention": "none", "input_feed": False, "paper_row": {"luong_table1": "base"},
              "description": "no attention"},
-    "global-feed": {**SMALL, "attention": "global", "score": "general",
+    "global-feed": {**SMALL, "attention": "global", "score": "general", "train": {"bf16": True},
                     "paper_row": {"luong_table1": "feed", "luong_table4": "global-general",
                                   "luong_table6": "global (location)"}},
     "local-p": {**SMALL, "attention": "local-p", "score": "general",
@@ -342,7 +342,7 @@ def test_summary_rule(report) -> None:
                "chrf_after_unk_replace", "bleu_no_unk_sentences", "sacrebleu_after_unk_replace",
                "ribes_before_unk_replace", "ribes_after_unk_replace", "aer_fn14", "aer_predicted_word", "avg_window",
                "time_ms"]
-    assert list(df.columns) == ["variant", "attention", "score", "input_feed", "arch", "setting", "runs",
+    assert list(df.columns) == ["variant", "attention", "score", "input_feed", "arch", "precision", "setting", "runs",
                                 *(c for m in metrics for c in (m, f"{m}_sd")), "paper_rows", "description"]
     base = df[df.variant == "base"].iloc[0]
     # base: dev ppl 21 and 23 (the fixture's test ppl + 1) → 22; test ppl 20, 22 → 21; BLEU 10, 12 → 11
@@ -360,6 +360,14 @@ def test_summary_rule(report) -> None:
     assert df[df.variant == "rnnsearch"].iloc[0].attention == "rnnsearch"
     assert df[df.variant == "local-p"].iloc[0].paper_rows.startswith("luong_table1: local-p-general-feed, unk")
     assert "tok:none" in (tables / "summary.md").read_text(encoding="utf-8")
+    # what each variant trained in: global-feed alone in bf16, which the ensemble of it and local-p mixes;
+    # every table's header says so, as a deviation from the papers' float32
+    assert dict(zip(df.variant, df.precision)) == {"base": "float32", "global-feed": "bf16", "local-p": "float32",
+                                                   "rnnsearch": "float32", "flex": "float32", "flex-ft": "float32",
+                                                   "ens": "bf16+float32"}
+    said = "seeds [1, 2], trained in float32; in bf16 autocast (the papers: float32): global-feed"
+    for name in ("summary", "findings", "luong_table1"):
+        assert said in (tables / f"{name}.md").read_text(encoding="utf-8"), name
 
 
 def _assert_figure(path: Path) -> None:

@@ -121,6 +121,39 @@ def seeds_description(spec: ExperimentSpec) -> str:
     return f"seeds {list(spec.seeds)}{exceptions}"
 
 
+#: what ``train.bf16`` trains in (:mod:`nmtlib.precision`); the papers train in float32
+PRECISIONS = {False: "float32", True: "bf16"}
+#: what bf16 training means here, for captions and pages
+BF16_NOTE = ("bf16 autocast: matrix products in bf16; weights, optimiser state, loss and the computations on "
+             "source positions in float32; the papers train in float32")
+
+
+def precision(variant: dict[str, Any]) -> str:
+    """The precision a variant trains in: ``bf16`` (autocast; weights, optimiser state and loss in
+    float32) or ``float32``, the papers' own."""
+    return PRECISIONS[bool(variant["train"].get("bf16"))]
+
+
+def precision_description(spec: ExperimentSpec) -> str:
+    """How the models were trained, for table headers: the precision of most variants, then the
+    others by name; bf16 is said as a deviation from the papers' float32
+    (``trained in bf16 autocast (the papers: float32); in float32: a, b``)."""
+    by: dict[str, list[str]] = {}
+    for name, v in spec.variants.items():
+        by.setdefault(precision(v), []).append(name)
+    said = {PRECISIONS[True]: "bf16 autocast (the papers: float32)", PRECISIONS[False]: "float32"}
+    if not by:
+        return f"trained in {said[PRECISIONS[False]]}"
+    main, *others = sorted(by, key=lambda p: -len(by[p]))
+    return f"trained in {said[main]}" + "".join(f"; in {said[p]}: {', '.join(by[p])}" for p in others)
+
+
+def runs_description(spec: ExperimentSpec) -> str:
+    """The seeds and the precision, for table headers (:func:`seeds_description`,
+    :func:`precision_description`)."""
+    return f"{seeds_description(spec)}, {precision_description(spec)}"
+
+
 def attention_label(variant: dict[str, Any]) -> str:
     """``attention`` column value: RNNsearch's additive attention on s_{i−1} is labelled apart from Luong's."""
     m = variant["model"]
@@ -216,12 +249,13 @@ def summary_table(spec: ExperimentSpec) -> pd.DataFrame:
             v = spec.variants[name]
             m = v["model"]
             info = {"attention": attention_label(v), "score": "" if m["attention"] == "none" else m["score"],
-                    "input_feed": bool(m["input_feed"]), "arch": m["arch"]}
+                    "input_feed": bool(m["input_feed"]), "arch": m["arch"], "precision": precision(v)}
             mapped = resolve_paper_row(name, v.get("paper_row") or {})
             description = v.get("description", "")
         else:
             members = spec.ensembles[name]
-            info = {"attention": "ensemble", "score": "", "input_feed": "", "arch": "+".join(members)}
+            info = {"attention": "ensemble", "score": "", "input_feed": "", "arch": "+".join(members),
+                    "precision": "+".join(dict.fromkeys(precision(spec.variants[m]) for m in members))}
             mapped = {tab: ["ensemble"] for tab, names in ensemble_assignments(spec).items() if name in names}
             description = f"ensemble of every seed of {', '.join(members)}"
         values = {c: ours.sd(name, c.removesuffix(SD)) if c not in METRICS else ours.value(name, c)

@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from nmtlib.report.collect import (ExperimentSpec, Ours, attention_label, data_description, gated,
-                                   seeds_description, smoke_models, test_sentences)
+                                   runs_description, smoke_models, test_sentences)
 from nmtlib.report.metrics import METRICS, RunFiles, companion, metrics_in, reference_lines
 from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperRow, PaperTable
 from nmtlib.report.significance import (FAILS, HOLDS, INCONCLUSIVE, METHOD, NO_VERDICT, UNTESTED, VERDICTS,
@@ -600,7 +600,7 @@ def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> Ta
              "one seed: the interval covers the test sentences, not the run-to-run spread")
     header = (smoke_header(spec) +
               f"Experiment `{spec.experiment}` ({spec.results}), {data_description(spec)}, "
-              f"{seeds_description(spec)}: "
+              f"{runs_description(spec)}: "
               f"of the papers' claims, {verdict_summary(df)} by this experiment's variants. A and B are the two rows "
               f"compared; paper_diff and ours_diff are A − B (the paper's on the paper's data), ci_low and ci_high "
               f"the 95% interval of ours_diff and p_value its p-value; {seeds}.")

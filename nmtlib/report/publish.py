@@ -41,7 +41,7 @@ from nmtlib.atomic import atomic_write
 from nmtlib.errors import NmtlibError
 from nmtlib.files import read_lines
 from nmtlib.layout import RAW_TEXT, Layout, Logs
-from nmtlib.report.collect import stopped_by_max_steps
+from nmtlib.report.collect import BF16_NOTE, precision, stopped_by_max_steps
 from nmtlib.report.findings import CRITERIA, verdict_summary
 from nmtlib.report.metrics import chrf_statistics, metrics_in, tokenized_bleu_statistics
 from nmtlib.report.paper import TABLES
@@ -85,6 +85,7 @@ class ModelRun:
     cpu_s: float | None  #: CPU seconds of the job's last attempt (Snakemake's benchmark), unaffected by other jobs
     resumed: bool | None  #: the last attempt resumed from a checkpoint (its job log says so); None: no log
     device: str
+    precision: str  #: what its record says it trained in (:func:`nmtlib.report.collect.precision`); "" unknown
     parameters: int | None
     commit: str | None
 
@@ -114,7 +115,8 @@ def model_runs(results: Path, logs: Path | None) -> list[ModelRun]:
         runs.append(ModelRun(variant, run, int(rows[-1]["epoch"]) if rows else 0,
                              int(rows[best]["epoch"]) if best is not None else None,
                              ppls[best] if best is not None else None, gain, train_s, cpu_s, resumed, device,
-                             env.get("parameters"), env.get("git_commit")))
+                             precision(env["variant"]) if "variant" in env else "", env.get("parameters"),
+                             env.get("git_commit")))
     return runs
 
 
@@ -321,6 +323,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         f"| commits | {'; '.join(commits)} |",
         f"| hardware | {hardware} |",
         f"| models | {len(runs)} trained, {sum(r.train_s or 0 for r in runs) / 3600:.2f} h of training in all |",
+        *([f"| precision | {_precisions(runs)} |"] if any(r.precision for r in runs) else []),
         *([f"| test set | {test_size} sentences |"] if test_size is not None else []),
         "",
     ]
@@ -367,6 +370,14 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     return out
 
 
+def _precisions(runs: list[ModelRun]) -> str:
+    """What the models trained in, as their records say: bf16 is a deviation from the papers' float32."""
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.precision or "not recorded"] = counts.get(r.precision or "not recorded", 0) + 1
+    return "; ".join(f"{BF16_NOTE if p == 'bf16' else p}: {n} model{'s' if n != 1 else ''}" for p, n in counts.items())
+
+
 def _commit(commit: str | None) -> str:
     return f"`{commit[:12]}`" if commit else "not recorded"
 
@@ -382,8 +393,8 @@ def _models_section(runs: list[ModelRun]) -> list[str]:
         "(early stopping ends training when it is below `train.min_improvement`).",
         "",
         "| variant | run | epochs | best epoch | best dev ppl | last gain | training time | CPU time | resumed | "
-        "device | parameters | commit |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "device | precision | parameters | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         gain = "" if r.last_gain_pct is None else f"{r.last_gain_pct:.1f}%"
@@ -393,5 +404,5 @@ def _models_section(runs: list[ModelRun]) -> list[str]:
         ppl = "" if r.best_dev_ppl is None else f"{r.best_dev_ppl:.2f}"
         resumed = "" if r.resumed is None else ("yes" if r.resumed else "no")
         lines.append(f"| {r.variant} | {r.run} | {r.epochs} | {r.best_epoch or ''} | {ppl} | {gain} | {time_} | "
-                     f"{cpu} | {resumed} | {r.device} | {params} | {_commit(r.commit)} |")
+                     f"{cpu} | {resumed} | {r.device} | {r.precision} | {params} | {_commit(r.commit)} |")
     return [*lines, ""]

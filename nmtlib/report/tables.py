@@ -31,8 +31,8 @@ import pandas as pd
 
 from nmtlib.atomic import atomic_write
 from nmtlib.layout import Layout
-from nmtlib.report.collect import (SD, ExperimentSpec, Ours, data_description, ensemble_assignments, gated,
-                                   parse_tau, seeds_description, smoke_run, summary_columns, translation_rows)
+from nmtlib.report.collect import (BF16_NOTE, SD, ExperimentSpec, Ours, data_description, ensemble_assignments, gated,
+                                   parse_tau, runs_description, smoke_run, summary_columns, translation_rows)
 from nmtlib.report.metrics import METRICS, metrics_in
 from nmtlib.report.significance import FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED
 from nmtlib.report.paper import TABLES, PaperRow, PaperTable, resolve_paper_row, tables_with_rows
@@ -262,7 +262,7 @@ class Builder:
         return (
             smoke_header(self.spec) +
             f"Ours: experiment `{self.spec.experiment}` ({self.spec.results}), {self.data}, "
-            f"{seeds_description(self.spec)}.  \nPaper: {t.reference}; {t.setting}.  \n"
+            f"{runs_description(self.spec)}.  \nPaper: {t.reference}; {t.setting}.  \n"
             "Our numbers are on our data, the paper's on the paper's: compare trends (deltas, ratios), "
             "not values. An empty *ours* means no variant of this experiment regenerates that row "
             "(a variant names its rows with `paper_row`)."
@@ -535,7 +535,8 @@ def summary_notes(spec: ExperimentSpec) -> str:
     return ("One row per variant and per ensemble (config order); numbers are means over the variant's seeds "
             "(`runs`: score files averaged), decoded at τ = ∞ (`setting`), on the test set but for dev_ppl. "
             f"Ensembles have no perplexity or AER (those are per model). {columns}; sacreBLEU signature: "
-            f"{signatures}; paper_rows: the paper table rows the variant regenerates.")
+            f"{signatures}; precision: what the variant trained in ({BF16_NOTE}); paper_rows: the paper table rows "
+            "the variant regenerates.")
 
 
 def write_summary(summary: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> TableHtml:
@@ -543,4 +544,4 @@ def write_summary(summary: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -
     :func:`summary_notes` under them."""
     return write_table(summary, path_csv, f"Summary of experiment {spec.experiment}", summary_notes(spec),
                        header=smoke_header(spec) + f"Experiment `{spec.experiment}` ({spec.results}), "
-                                                   f"{data_description(spec)}, {seeds_description(spec)}.")
+                                                   f"{data_description(spec)}, {runs_description(spec)}.")
