@@ -28,7 +28,7 @@ The folder of an experiment::
       test.predicted.links
     tables/{table}.csv|md|html, figures/{figure}.png
     report/landing.html, report/columns/{table}.rst the HTML report's landing page and captions' columns,
-      report/captions/{table}.rst                   and the paper tables' captions
+      report/captions/{name}.rst                    and the paper tables' and figures' captions
 
 ``{run}`` is ``seed<k>`` or ``ensemble``; ``{setting}`` is ``beam<K>`` or ``beam<K>.tau<τ>``.
 """
@@ -209,10 +209,10 @@ class Layout(_Folder[P]):
         paper table's caption, :meth:`caption`, ends with them)."""
         return self._at("report", "columns", f"{table}.rst")
 
-    def caption(self, table: str) -> P:
-        """A paper table's caption in the HTML report, written from its declaration
-        (:meth:`nmtlib.report.paper.PaperTable.caption_rst`)."""
-        return self._at("report", "captions", f"{table}.rst")
+    def caption(self, name: str) -> P:
+        """A paper table's or figure's caption in the HTML report, written from its declaration
+        (:meth:`nmtlib.report.paper.PaperTable.caption_rst`, :meth:`nmtlib.report.paper.PaperFigure.caption_rst`)."""
+        return self._at("report", "captions", f"{name}.rst")
 
 
 def settings_beside(model: Path) -> Path:

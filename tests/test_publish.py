@@ -128,9 +128,12 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
             "Table 3.") in page
     # no path outside the repository (the results are in it here; nor any absolute path)
     assert str(tmp_path) not in page
-    for name in ("learning_curves", "bleu_by_length", "window_tradeoff"):
+    # every figure the report drew, attention heatmaps included, with its caption
+    for name, title in (("learning_curves", "Learning curves"), ("bleu_by_length", "BLEU by sentence length"),
+                        ("attention_heatmaps", "Attention heatmaps"), ("window_tradeoff", "Window against BLEU"),
+                        ("vision_span", "Vision span per step")):
         png = out.parent / "unit" / f"{name}.png"
-        assert f"![{name}](unit/{name}.png)" in page
+        assert f"![{title}](unit/{name}.png)\n\n**{title}** (as " in page
         with Image.open(png) as im:
             assert im.width <= 900
 

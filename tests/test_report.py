@@ -381,6 +381,9 @@ def test_every_figure_is_drawn(report) -> None:
     _, _, figures = report
     for name in FIGURES:
         _assert_figure(figures / f"{name}.png")
+        # with its caption beside it, for Snakemake's report (written from the declaration)
+        caption = (figures.parent / "report" / "captions" / f"{name}.rst").read_text(encoding="utf-8")
+        assert caption == paper.FIGURES[name].caption_rst(), name
 
 
 def test_heatmaps_pick_one_variant_per_attention_type(report) -> None:
@@ -452,12 +455,17 @@ def test_paper_row_handles() -> None:
 
 def test_every_output_has_a_caption() -> None:
     """``snakemake --report`` needs a caption per table and figure the rule declares: a paper
-    table's is its declaration's, the others' a file of workflow/report/."""
+    table's and a figure's are their declarations', the overview tables' a file of workflow/report/."""
     repo = Path(__file__).resolve().parents[1]
+    assert FIGURES == list(paper.FIGURES)
     for name in [*TABLES, *FIGURES]:
         if name in paper.TABLES:
             caption = paper.TABLES[name].caption_rst("Metric columns: none.\n")
             assert f"paper_row: {{{name}: <row>}}" in caption and caption.endswith("Metric columns: none.\n")
+        elif name in paper.FIGURES:
+            caption = paper.FIGURES[name].caption_rst()
+            assert caption.startswith(f"**{paper.FIGURES[name].title}** (as ") and "``" not in \
+                paper.FIGURES[name].caption_markdown()
         else:
             caption = (repo / "workflow" / "report" / f"{name}.rst").read_text(encoding="utf-8")
         assert len(caption) > 100, name
@@ -476,7 +484,7 @@ def test_a_paper_table_is_one_declaration() -> None:
         assert ENTRIES[name] == {"category": PAPER_TABLES, "labels": {"paper": table.paper, "table": table.table,
                                                                       "shows": table.shows}}
     captions = {p.stem for p in (Path(__file__).resolve().parents[1] / "workflow" / "report").glob("*.rst")}
-    assert captions == {*ENTRIES, "workflow"} - set(paper.TABLES)
+    assert captions == {*ENTRIES, "workflow"} - set(paper.TABLES) - set(paper.FIGURES)
     with pytest.raises(ValueError, match="build is 'module:function'"):
         paper.PaperTable("luong_table9", paper.LUONG, "Table 9", "title", "setting", (), build="tables", shows="x",
                          caption="A table.")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nmtlib.layout import Layout
+from nmtlib.report.paper import FIGURES as _FIGURES
 from nmtlib.report.paper import TABLES as _PAPER
 from nmtlib.report.paper import tables_with_rows
 
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"figures to {out.figures_dir()}/ (PNG), and the HTML report's landing page (the papers' "
                         f"claims, the summary: an HTML fragment that workflow/report/workflow.rst embeds) to "
                         f"{out.landing()}, each table's metric columns, for its caption, to "
-                        f"{out.columns('<table>')}, and each paper table's caption to {out.caption('<table>')}")
+                        f"{out.columns('<table>')}, and each paper table's and figure's caption to {out.caption('<name>')}")
     p.set_defaults(func=run)
 
 
@@ -32,8 +33,8 @@ OVERVIEW = ["summary", "findings"]
 #: writes a paper table only when the experiment regenerates one of its rows (:func:`tables_written`)
 PAPER_TABLES = list(_PAPER)
 TABLES = [*OVERVIEW, *PAPER_TABLES]
-#: the figures it writes (the workflow's REPORT_FIGURES)
-FIGURES = ["learning_curves", "bleu_by_length", "attention_heatmaps", "window_tradeoff", "vision_span"]
+#: the figures it writes, each with its caption (the workflow's REPORT_FIGURES)
+FIGURES = list(_FIGURES)
 
 
 def tables_written(paper_rows: Mapping[str, Mapping[str, Any] | None], ensembles: Iterable[str],
@@ -102,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
     figures.window_tradeoff(collect.window_points(spec), collect.mean_source_length(spec),
                             out.figure("window_tradeoff"))
     figures.vision_span(collect.vision_spans(spec), out.figure("vision_span"))
+    for name, figure in _FIGURES.items():  # a figure's caption comes from its declaration alone
+        with atomic_write(out.caption(name)) as f:
+            f.write(figure.caption_rst())
     write_landing(landing, out.landing())
     print(json.dumps({"tables": [str(out.table(t)) for t in written],
                       "figures": [str(out.figure(f)) for f in FIGURES], "landing": str(out.landing()),

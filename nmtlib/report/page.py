@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from nmtlib.atomic import atomic_write
+from nmtlib.report.paper import FIGURES as PAPER_FIGURES
 from nmtlib.report.paper import TABLES
 from nmtlib.report.significance import UNTESTED
 from nmtlib.report.tables import VERDICT_CLASS, TableHtml
@@ -29,8 +30,9 @@ from nmtlib.report.tables import VERDICT_CLASS, TableHtml
 OVERVIEW, PAPER_TABLES, FIGURES = "1. Overview", "2. Paper tables", "3. Figures"
 
 #: table or figure name → category and labels of its report entry (each with its caption,
-#: ``workflow/report/<name>.rst``); a paper table's, caption included, come from its declaration
-#: (:data:`nmtlib.report.paper.TABLES`). Snakemake lists a category's entries as a table with one
+#: ``workflow/report/<name>.rst``); a paper table's and a figure's, caption included, come from
+#: their declarations (:data:`nmtlib.report.paper.TABLES`, :data:`nmtlib.report.paper.FIGURES`).
+#: Snakemake lists a category's entries as a table with one
 #: column per label, sorted by the first label; a label other than the first whose two values each
 #: cover half of a category's entries would become a toggle, hence one label in the two-entry
 #: overview (and "Experiment summary" sorts before "Findings").
@@ -39,16 +41,8 @@ ENTRIES: dict[str, dict] = {
     "findings": {"category": OVERVIEW, "labels": {"table": "Findings: the papers' claims"}},
     **{name: {"category": PAPER_TABLES, "labels": {"paper": t.paper, "table": t.table, "shows": t.shows}}
        for name, t in TABLES.items()},
-    "learning_curves": {"category": FIGURES, "labels": {
-        "paper": "Luong et al. 2015", "figure": "Fig. 5", "shows": "dev ppl during training"}},
-    "bleu_by_length": {"category": FIGURES, "labels": {
-        "paper": "Luong et al. 2015", "figure": "Fig. 6", "shows": "BLEU by sentence length"}},
-    "attention_heatmaps": {"category": FIGURES, "labels": {
-        "paper": "Bahdanau et al. 2015", "figure": "Fig. 3", "shows": "attention weights"}},
-    "window_tradeoff": {"category": FIGURES, "labels": {
-        "paper": "Shu & Nakayama 2017", "figure": "Fig. 3", "shows": "window vs BLEU over τ"}},
-    "vision_span": {"category": FIGURES, "labels": {
-        "paper": "Shu & Nakayama 2017", "figure": "Fig. 4", "shows": "vision span per step"}},
+    **{name: {"category": FIGURES, "labels": {"paper": f.paper, "figure": f.figure, "shows": f.shows}}
+       for name, f in PAPER_FIGURES.items()},
 }
 
 #: tables shown on the landing page, in this order

@@ -1,4 +1,4 @@
-"""The papers' tables, each declared once, with the papers' numbers and their source (paper, year, table).
+"""The papers' tables and figures, each declared once, with the papers' numbers and their source (paper, year, table).
 
 A paper table is one :class:`PaperTable` in :data:`TABLES` (docs/extending.md, "Adding a paper
 table"): its rows, the paper's in the paper's order with the paper's numbers; the function that
@@ -16,6 +16,10 @@ to a row key (or a list of keys)::
           luong_table1: [local-p-general-feed, unk]   # row "… local-p (general) + feed" and "+ unk replace"
           luong_table4: local-p-general
           luong_table6: local-p-general
+
+A figure the report draws after a paper's is one :class:`PaperFigure` in :data:`FIGURES`: the
+paper's figure it follows, its label in the HTML report and its caption, which the report writes
+out for Snakemake and ``nmtlib publish`` prints under the figure.
 
 Row keys are the short ``key`` of each :class:`PaperRow` (or one of its ``aliases``); the
 paper's own row text is accepted too (case, spaces, ``τ``/``tau`` and ``∞``/``inf`` are ignored).
@@ -396,6 +400,70 @@ TABLES: dict[str, PaperTable] = {
     t.name: t
     for t in (LUONG_TABLE1, LUONG_TABLE3, LUONG_TABLE4, LUONG_TABLE6, BAHDANAU_TABLE1, SHU_TABLE1, SHU_TABLE3)
 }
+
+
+@dataclass(frozen=True)
+class PaperFigure:
+    """A figure of the report, drawn as one of a paper's (:mod:`nmtlib.report.figures` draws it)."""
+
+    name: str  #: file name of the figure, e.g. ``learning_curves``
+    paper: str
+    figure: str  #: e.g. "Fig. 5"
+    title: str
+    #: what the figure shows, in a few words: its label in the HTML report, beside paper and figure
+    shows: str
+    #: what it plots, in reStructuredText: its caption after the title and the paper's figure
+    caption: str
+
+    def caption_rst(self) -> str:
+        """The figure's caption in the HTML report (``nmtlib report`` writes it beside the figure,
+        :meth:`nmtlib.layout.Layout.caption`)."""
+        return f"**{self.title}** (as {self.paper}, {self.figure}): {' '.join(self.caption.split())}\n"
+
+    def caption_markdown(self) -> str:
+        """The same caption in Markdown, for a results page."""
+        return self.caption_rst().replace("``", "`")
+
+
+#: every figure of the report, by name, in the order the report and the results page list them
+FIGURES: dict[str, PaperFigure] = {f.name: f for f in (
+    PaperFigure(
+        "learning_curves", LUONG, "Fig. 5", "Learning curves", "dev ppl during training", """
+        dev perplexity (log scale, lower is better) against training updates (mini-batches), one colour per
+        variant and one line style per seed, read from each model's ``train_log.csv``. A fine-tuning stage
+        continues its parent's line from the parent's model it starts from."""),
+    PaperFigure(
+        "bleu_by_length", LUONG, "Fig. 6", "BLEU by sentence length", "BLEU by sentence length", """
+        tokenized test BLEU (0–100, after unknown-word replacement) of the sentences grouped by source length
+        in buckets of ``report.bucket_width`` words, one line per variant and ensemble (mean over seeds,
+        τ = ∞); a tick label gives the bucket's number of sentences. Attention models should hold up on long
+        sentences where the base model degrades."""),
+    PaperFigure(
+        "attention_heatmaps", BAHDANAU, "Fig. 3", "Attention heatmaps", "attention weights", """
+        attention weights (0–1, darker is more weight, colour bar) from forced decoding of the reference for
+        the same test sentences (``report.heatmap_sentences``), one row of panels per attention type of the
+        experiment (global, RNNsearch (additive), local-m, local-p, Flexible; the fine-tuned variant when
+        there is one), first seed. Columns are source words, rows decoder steps, labelled by the target word
+        each step predicts (the last row predicts ``<eos>``). Luong et al.'s AER protocol (footnote 14)
+        assigns a content-based step's weights to its *input* word, the row above; Luong Table 6 scores
+        both readings. local-p rows need not sum to 1 (its Gaussian applies after the softmax)."""),
+    PaperFigure(
+        "window_tradeoff", SHU, "Fig. 3", "Window against BLEU", "window vs BLEU over τ", """
+        x is the average window (source words whose attention score is computed per decoding step and
+        hypothesis, averaged per sentence, then over sentences), y tokenized test BLEU (0–100) of the raw
+        output, before any unknown-word replacement. One point per τ setting of each Flexible Attention
+        variant (mean over seeds; τ = ∞ computes every score), other attentional variants as single
+        markers, and the mean test source length as a dashed line (where global attention lies). Points to
+        the left look at fewer source words: the curve shows the BLEU a narrower vision span costs. An
+        experiment without a Flexible Attention variant shows a "not in this experiment" panel."""),
+    PaperFigure(
+        "vision_span", SHU, "Fig. 4", "Vision span per step", "vision span per step", """
+        for the longest test sentences, the number of source words whose attention score is computed at
+        each target step (mean over the live beam hypotheses, first seed): global attention (every source
+        word: dashed, on the dotted source-length line) and each Flexible Attention variant at the decoded
+        τ nearest 1.2. Flexible Attention should look at the whole sentence only occasionally. An
+        experiment without a Flexible Attention variant shows a "not in this experiment" panel."""),
+)}
 
 
 class PaperRowError(ValueError):

@@ -16,7 +16,7 @@ built only from what the run wrote:
 - per model the learning curve and the trainer's clock (its training log), the provenance (its
   record: commit, device, parameters), the CPU time of the training job (Snakemake's benchmark
   file, :meth:`nmtlib.layout.Logs.benchmark`) and whether it resumed (its job log); the figures,
-  shrunk to at most :data:`MAX_WIDTH` pixels.
+  shrunk to at most :data:`MAX_WIDTH` pixels, each with its caption (:data:`nmtlib.report.paper.FIGURES`).
 
 What the files cannot say — the command that ran and the machine — the caller gives. One list of
 commits: those the models were trained at and the one the tables and this page were written at.
@@ -44,12 +44,10 @@ from nmtlib.layout import RAW_TEXT, Layout, Logs
 from nmtlib.report.collect import BF16_NOTE, precision, stopped_by_max_steps
 from nmtlib.report.findings import CRITERIA, verdict_summary
 from nmtlib.report.metrics import chrf_statistics, metrics_in, tokenized_bleu_statistics
-from nmtlib.report.paper import TABLES
+from nmtlib.report.paper import FIGURES, TABLES
 from nmtlib.report.significance import NO_VERDICT, UNTESTED
 from nmtlib.report.tables import MISSING, rendered_cells
 
-#: figures of the page, in order (those the experiment has)
-FIGURES = ("learning_curves", "bleu_by_length", "window_tradeoff")
 #: width in pixels of the copied figures
 MAX_WIDTH = 900
 #: tables of the page after the findings and the summary, in order
@@ -357,11 +355,11 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     lines += rescore_section(results, published, root, summary)
     lines += _models_section(runs)
     lines += ["## Figures", ""]
-    for name in FIGURES:
+    for name, figure in FIGURES.items():
         src = layout.figure(name)
         if src.exists():
             shrink_png(src, folder / f"{name}.png")
-            lines += [f"![{name}]({out.stem}/{name}.png)", ""]
+            lines += [f"![{figure.title}]({out.stem}/{name}.png)", "", figure.caption_markdown().strip(), ""]
     for name in ("summary", "findings"):
         copy_file(layout.table(name), folder / f"{name}.csv")
     page = "\n".join(lines).rstrip().replace("{stem}", out.stem) + "\n"

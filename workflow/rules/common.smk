@@ -295,11 +295,12 @@ REPORT_TABLES = tables_written({name: v.paper_row for name, v in VARIANTS.items(
 
 def report_entry(path, name):
     """``path`` registered in the HTML report: under its category, labelled (paper, table or
-    figure, what it shows) instead of by its path, with its caption: a paper table's as `nmtlib
-    report` writes it from the table's declaration (absolute: Snakemake joins a caption's path to
-    the rule file's folder), the others' from workflow/report/<name>.rst."""
+    figure, what it shows) instead of by its path, with its caption: a paper table's or a figure's
+    as `nmtlib report` writes it from the declaration (absolute: Snakemake joins a caption's path to
+    the rule file's folder), the overview tables' from workflow/report/<name>.rst."""
     entry = REPORT_ENTRIES[name]
-    caption = os.path.abspath(RESULTS.caption(name)) if name in PAPER_TABLES else f"../report/{name}.rst"
+    declared = name in PAPER_TABLES or name in REPORT_FIGURES
+    caption = os.path.abspath(RESULTS.caption(name)) if declared else f"../report/{name}.rst"
     return report(path, caption=caption, category=entry["category"], labels=entry["labels"])
 
 

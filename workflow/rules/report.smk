@@ -1,6 +1,6 @@
 # Tables (CSV + Markdown + HTML) and figures (PNG) of the experiment, each with a caption for
-# `snakemake --report`: a paper table's as `nmtlib report` writes it from the table's declaration,
-# the others' in workflow/report/<name>.rst. The lists
+# `snakemake --report`: a paper table's and a figure's as `nmtlib report` writes it from the
+# declaration (nmtlib/report/paper.py), the overview tables' in workflow/report/<name>.rst. The lists
 # come from `nmtlib report` itself (REPORT_TABLES, REPORT_FIGURES in common.smk), so the rule's
 # outputs are exactly what the command writes: the summary, the findings and the paper tables of
 # which a variant (its `paper_row`) or an ensemble regenerates a row.
@@ -33,9 +33,10 @@ rule make_report:
         *[report_entry(RESULTS.table(t, "html"), t) for t in REPORT_TABLES],
         *[report_entry(RESULTS.figure(f), f) for f in REPORT_FIGURES],
         # each table's caption includes its metric columns (workflow/report/<table>.rst); a paper
-        # table's caption is written whole from its declaration (nmtlib/report/paper.py)
+        # table's caption and a figure's are written whole from their declarations (nmtlib/report/paper.py)
         *[RESULTS.columns(t) for t in REPORT_TABLES],
         *[RESULTS.caption(t) for t in REPORT_TABLES if t in PAPER_TABLES],
+        *[RESULTS.caption(f) for f in REPORT_FIGURES],
         # the report's landing page embeds it (workflow/report/workflow.rst)
         landing=RESULTS.landing(),
     params:
