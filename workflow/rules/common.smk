@@ -304,10 +304,25 @@ def report_entry(path, name):
     return report(path, caption=caption, category=entry["category"], labels=entry["labels"])
 
 
+def report_side_files():
+    """What make_report writes for the HTML report beside its tables, figures and landing page:
+    each table's metric columns, the paper tables' and figures' captions. Final outputs too:
+    `snakemake --report` reads them, and a results folder made by an older version that lacks one
+    must get it from a rerun of make_report, which Snakemake plans only for a missing file it is
+    asked for."""
+    return [
+        *[RESULTS.columns(t) for t in REPORT_TABLES],
+        *[RESULTS.caption(t) for t in REPORT_TABLES if t in PAPER_TABLES],
+        *[RESULTS.caption(f) for f in REPORT_FIGURES],
+    ]
+
+
 def final_outputs():
     return [
         *[RESULTS.table(t) for t in REPORT_TABLES],
         *[RESULTS.figure(f) for f in REPORT_FIGURES],
+        *report_side_files(),
+        RESULTS.landing(),
         # what `nmtlib translate --model results/<exp>/models/<variant>/seed1/model.pt` decodes with
         *[RESULTS.decode_settings(v) for v in VARIANTS],
         # every result the tables read, so that a new variant is planned from its missing files alone:

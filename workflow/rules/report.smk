@@ -33,10 +33,9 @@ rule make_report:
         *[report_entry(RESULTS.table(t, "html"), t) for t in REPORT_TABLES],
         *[report_entry(RESULTS.figure(f), f) for f in REPORT_FIGURES],
         # each table's caption includes its metric columns (workflow/report/<table>.rst); a paper
-        # table's caption and a figure's are written whole from their declarations (nmtlib/report/paper.py)
-        *[RESULTS.columns(t) for t in REPORT_TABLES],
-        *[RESULTS.caption(t) for t in REPORT_TABLES if t in PAPER_TABLES],
-        *[RESULTS.caption(f) for f in REPORT_FIGURES],
+        # table's caption and a figure's are written whole from their declarations
+        # (nmtlib/report/paper.py)
+        *report_side_files(),
         # the report's landing page embeds it (workflow/report/workflow.rst)
         landing=RESULTS.landing(),
     params:
