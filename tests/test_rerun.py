@@ -95,6 +95,17 @@ def test_a_deleted_vocabulary_and_a_decoding_change_retrain_nothing(work, tmp_pa
     assert (work / EXP / "translations" / "base" / "seed1" / "test.beam4.txt").exists()
 
 
+def test_a_results_folder_made_before_the_report_captions_gets_them_from_the_report_alone(work, tmp_path):
+    """An older version wrote no captions (report/captions/): `snakemake --report` needs them, so
+    a run plans make_report for them, and nothing else."""
+    shutil.rmtree(work / EXP / "report" / "captions")
+    (work / EXP / "report" / "columns" / "summary.rst").unlink()
+    run = snakemake(work, config_file(tmp_path / "same.yaml"), "-n")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert jobs_run(run.stdout + run.stderr) == ["make_report", "all"]
+    assert "Missing output files" in run.stdout + run.stderr and "learning_curves.rst" in run.stdout + run.stderr
+
+
 def test_a_deleted_vocabulary_alone_redoes_nothing(work, tmp_path):
     vocab = work / EXP / "vocab" / "tgt.txt"
     models = model_files(work)
