@@ -169,20 +169,22 @@ def test_luong_config_is_the_papers_setting() -> None:
 def expected_jobs(config: dict) -> dict[str, int]:
     """Job counts the workflow should plan (mirrors workflow/rules)."""
     variants = resolved(config)
-    seeds = len(config["seeds"])
+    # a variant's own seeds win over the experiment's (config/README.md, `variants.<name>.seeds`)
+    seeds = {n: len((config["variants"][n] or {}).get("seeds") or config["seeds"]) for n in variants}
     ensembles = config.get("ensembles") or {}
     attentional = [n for n, v in variants.items() if v.model.attention != "none"]
-    settings = sum(seeds * (1 + len(v.decode.taus)) for v in variants.values()) + len(ensembles)
+    settings = sum(seeds[n] * (1 + len(v.decode.taus)) for n, v in variants.items()) + len(ensembles)
+    models, attentional_models = sum(seeds.values()), sum(seeds[n] for n in attentional)
     corpus = {"generate_corpus": 1} if config["data"]["corpus"] == "synthetic" else {"download_corpus": 1, "copy_split": 6}
     jobs = {
         **corpus, "prepare_split": 3, "build_vocab": 2,
-        "train_model": len(variants) * seeds, "test_perplexity": len(variants) * seeds,
-        "export_attention": len(attentional) * seeds, "translate": settings, "score_translation": settings,
+        "train_model": models, "test_perplexity": models,
+        "export_attention": attentional_models, "translate": settings, "score_translation": settings,
         "make_report": 1, "all": 1,
         "decode_settings": len(variants),  # each variant's decoding options beside its models
     }
     if config["data"].get("alignments"):
-        jobs["score_alignment"] = len(attentional) * seeds
+        jobs["score_alignment"] = attentional_models
     dictionary = config["data"].get("dictionary")
     if config["data"]["corpus"] != "synthetic" and dictionary not in (None, "generated"):
         from nmtlib.data.corpora import load_registry
