@@ -288,16 +288,19 @@ def test_only_variants_needs_a_fine_tuning_variants_parent():
         validate_config(config, SCHEMA)
 
 
-def test_central_claims_override_lists_only_the_six_jobs_of_each_kind(tmp_path):
+def test_central_claims_override_lists_only_the_six_variants_with_their_seeds(tmp_path):
     run = snakemake(tmp_path, "-n", "--cores", "1", "--configfile",
                     str(ROOT / "config" / "experiments" / "multi30k-deen.yaml"),
                     str(ROOT / "config" / "experiments" / "overrides" / "central-claims.yaml"), timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     counts = dict(line.split()[:2] for line in run.stdout.splitlines()
                   if len(line.split()) == 2 and line.split()[1].isdigit() and not line.startswith("total"))
-    assert counts.get("train_model") == "6"
-    # shu-flexible at tau = inf and 5 thresholds, the other five once; no ensemble (its members are not all run)
-    assert counts.get("translate") == str(5 + 6)
+    # base, rnnencdec and rnnsearch with the experiment's one seed; global-general-feed,
+    # local-p-general-feed and shu-flexible with their own three (config/experiments/multi30k-deen.yaml)
+    assert counts.get("train_model") == str(3 * 1 + 3 * 3)
+    # shu-flexible at tau = inf and 5 thresholds per seed, the others once per seed; no ensemble (its
+    # members are not all run)
+    assert counts.get("translate") == str(3 * 1 + 2 * 3 + 3 * 6)
 
 
 def test_report_spec_keeps_the_config_order_of_variants(tmp_path):
