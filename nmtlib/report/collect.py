@@ -185,7 +185,7 @@ def translation_rows(spec: ExperimentSpec) -> pd.DataFrame:
     for name in [*spec.variants, *spec.ensembles]:
         for run in spec.runs(name):
             for setting in spec.settings[name]:
-                files = RunFiles(spec, name, run, setting)
+                files = RunFiles(spec.layout, name, run, setting)
                 s = files.json()
                 if s is None:
                     continue
@@ -205,7 +205,7 @@ def model_rows(spec: ExperimentSpec) -> pd.DataFrame:
     rows = []
     for name in spec.variants:
         for run in spec.runs(name):
-            files = RunFiles(spec, name, run)
+            files = RunFiles(spec.layout, name, run)
             rows.append({"variant": name, "run": run,
                          **{m.name: m.read(files) for m in METRICS.values() if m.level == MODEL}})
     return pd.DataFrame(rows)

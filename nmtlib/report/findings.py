@@ -137,7 +137,7 @@ class _Context:
         self.mapped = assignments(spec)
         self.ja = (spec.data.get("tgt") or "") == "ja"
         self.smoke = smoke_models(spec)
-        self.refs = reference_lines(spec)
+        self.refs = reference_lines(spec.layout)
         self.idx = resample_indices(len(self.refs)) if self.refs else None
         self._samples: dict[tuple, Sample | None] = {}
 
@@ -170,7 +170,7 @@ class _Context:
         """One run's score and resampled scores on ``metric`` (None: its texts are missing)."""
         key = (name, run, setting, metric, None if keep is None else keep.tobytes())
         if key not in self._samples:
-            m, files = METRICS[metric], RunFiles(self.spec, name, run, setting)
+            m, files = METRICS[metric], RunFiles(self.spec.layout, name, run, setting)
             stat, stats = None, None
             if m.statistics is not None and m.text and self.refs is not None:
                 hyps = files.hypotheses(m.text)

@@ -23,18 +23,15 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sacrebleu.metrics.base import Metric as SacreMetric
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
 from nmtlib.files import read_lines
-from nmtlib.layout import DETAILS, RAW_TEXT, REPLACED_TEXT
+from nmtlib.layout import DETAILS, RAW_TEXT, REPLACED_TEXT, Layout
 from nmtlib.metrics.window import sentence_window
-
-if TYPE_CHECKING:
-    from nmtlib.report.collect import ExperimentSpec
 
 #: ``Metric.level``: one value per (variant or ensemble, run, decoding setting), or per (variant, seed)
 TRANSLATION, MODEL = "translation", "model"
@@ -51,7 +48,7 @@ class RunFiles:
     Reads are cached on the instance: a table reads many metrics of the same result.
     """
 
-    spec: ExperimentSpec
+    layout: Layout[Path]  #: the experiment's results folder
     name: str
     run: str
     setting: str | None = None
@@ -65,12 +62,12 @@ class RunFiles:
     def json(self, what: str | None = None) -> dict[str, Any] | None:
         """The scores JSON of the result (``what`` None: the translation's setting; ``ppl``, ``aer``:
         the model's), or None."""
-        path = self.spec.scores(self.name, self.run, what or str(self.setting))
+        path = self.layout.scores(self.name, self.run, what or str(self.setting))
         return self._once(("json", path), lambda: json.loads(path.read_text(encoding="utf-8"))
                           if path.exists() else None)
 
     def translation_path(self, text: str) -> Path:
-        return self.spec.layout.translation(self.name, self.run, str(self.setting), TEXT_SUFFIX[text])
+        return self.layout.translation(self.name, self.run, str(self.setting), TEXT_SUFFIX[text])
 
     def hypotheses(self, text: str) -> list[str] | None:
         """The tokenized output (``RAW`` or ``REPLACED``), one line per test sentence, or None if absent."""
@@ -79,17 +76,17 @@ class RunFiles:
 
     def details(self) -> list[dict[str, Any]] | None:
         """Per-sentence decoding details (the translation's ``.jsonl``), or None if absent."""
-        path = self.spec.layout.translation(self.name, self.run, str(self.setting), DETAILS)
+        path = self.layout.translation(self.name, self.run, str(self.setting), DETAILS)
         return self._once(("details", path), lambda: [json.loads(line) for line in read_lines(path) if line.strip()]
                           if path.exists() else None)
 
     def references(self) -> list[str] | None:
         """The tokenized test reference every tokenized score is against (the prepared test split)."""
-        return reference_lines(self.spec)
+        return reference_lines(self.layout)
 
 
-def reference_lines(spec: ExperimentSpec) -> list[str] | None:
-    path = spec.layout.data("test", "tgt")
+def reference_lines(layout: Layout[Path]) -> list[str] | None:
+    path = layout.data("test", "tgt")
     return read_lines(path) if path.exists() else None
 
 
@@ -163,7 +160,7 @@ def _from_json(what: str | None, *keys: str) -> Callable[[RunFiles], float | Non
 def sacrebleu_score(statistics: Callable[[], SacreMetric], text: str) -> Callable[[RunFiles], float | None]:
     """A reader that scores a translation's ``text`` against the tokenized reference with sacreBLEU."""
     def read(files: RunFiles) -> float | None:
-        hyp, ref = files.translation_path(text), files.spec.layout.data("test", "tgt")
+        hyp, ref = files.translation_path(text), files.layout.data("test", "tgt")
         if not hyp.exists() or not ref.exists():
             return None
         return _file_score(statistics, hyp, _stamp(hyp), ref, _stamp(ref))

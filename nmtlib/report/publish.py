@@ -43,7 +43,7 @@ from nmtlib.files import read_lines
 from nmtlib.layout import RAW_TEXT, Layout, Logs
 from nmtlib.report.collect import BF16_NOTE, precision, stopped_by_max_steps
 from nmtlib.report.findings import CRITERIA, verdict_summary
-from nmtlib.report.metrics import chrf_statistics, metrics_in, tokenized_bleu_statistics
+from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
 from nmtlib.report.paper import FIGURES, TABLES
 from nmtlib.report.significance import NO_VERDICT, UNTESTED
 from nmtlib.report.tables import MISSING, rendered_cells
@@ -52,6 +52,9 @@ from nmtlib.report.tables import MISSING, rendered_cells
 MAX_WIDTH = 900
 #: tables of the page after the findings and the summary, in order
 PAPER_TABLES = tuple(TABLES)
+#: the BLEU of the models table and the re-score command: as the tables score it (tokenized, before
+#: unknown-word replacement), read through the metric registry
+PAGE_BLEU = "bleu_before_unk_replace"
 #: the summary's columns the page shows (the rest are in summary.csv), each with its ``_sd`` where there is one
 SUMMARY_SHOWN = ("variant", "runs", "test_ppl", "bleu_before_unk_replace", "bleu_after_unk_replace",
                  "chrf_before_unk_replace", "sacrebleu_after_unk_replace", "avg_window")
@@ -78,6 +81,7 @@ class ModelRun:
     epochs: int
     best_epoch: int | None
     best_dev_ppl: float | None
+    bleu: float | None  #: test BLEU (:data:`PAGE_BLEU`) at the variant's first decoding setting (τ = ∞)
     last_gain_pct: float | None  #: how much the last evaluation lowered the best dev perplexity before it
     train_s: float | None  #: the trainer's clock: wall seconds over every attempt (a resumed run adds its part)
     cpu_s: float | None  #: CPU seconds of the job's last attempt (Snakemake's benchmark), unaffected by other jobs
@@ -88,9 +92,10 @@ class ModelRun:
     commit: str | None
 
 
-def model_runs(results: Path, logs: Path | None) -> list[ModelRun]:
+def model_runs(results: Path, logs: Path | None, settings: dict[str, str] | None = None) -> list[ModelRun]:
     """One entry per trained model of the results folder ``results`` (a model folder with a
-    training log), with what ``logs``, its logs folder, says of its job."""
+    training log), with what ``logs``, its logs folder, says of its job, and its test BLEU at
+    ``settings[variant]`` (the summary's decoding setting of each variant)."""
     layout, job_logs = Layout(results), Logs(logs) if logs else None
     runs = []
     for log, (variant, run) in layout.found(layout.train_log("*", "*")):
@@ -110,9 +115,11 @@ def model_runs(results: Path, logs: Path | None) -> list[ModelRun]:
         job_log = job_logs.job(TRAINING_RULE, f"{variant}.{run}") if job_logs else None
         resumed = ("[train] resuming from" in job_log.read_text(encoding="utf-8", errors="replace")
                    if job_log is not None and job_log.exists() else None)
+        setting = (settings or {}).get(variant)
+        bleu = METRICS[PAGE_BLEU].read(RunFiles(layout, variant, run, setting)) if setting else None
         runs.append(ModelRun(variant, run, int(rows[-1]["epoch"]) if rows else 0,
                              int(rows[best]["epoch"]) if best is not None else None,
-                             ppls[best] if best is not None else None, gain, train_s, cpu_s, resumed, device,
+                             ppls[best] if best is not None else None, bleu, gain, train_s, cpu_s, resumed, device,
                              precision(env["variant"]) if "variant" in env else "", env.get("parameters"),
                              env.get("git_commit")))
     return runs
@@ -231,7 +238,9 @@ def _best_run(results: Path, summary: pd.DataFrame) -> tuple[str, str, str, floa
     layout = Layout(results)
     scored = []
     for path, (run,) in layout.found(layout.scores(str(row["variant"]), "*", str(row["setting"]))):
-        scored.append((json.loads(path.read_text(encoding="utf-8"))["bleu"]["bleu"], run))
+        bleu = METRICS[PAGE_BLEU].read(RunFiles(layout, str(row["variant"]), run, str(row["setting"])))
+        if bleu is not None:
+            scored.append((bleu, run))
     if not scored:
         return None
     bleu, run = max(scored, key=lambda x: (x[0], [-ord(c) for c in x[1]]))
@@ -303,7 +312,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     if not {"ci_low", "ci_high", "p_value", "reason"} <= set(findings.columns):
         raise FileNotFoundError(f"{layout.table('findings')} has no 95% intervals (an older nmtlib report): run the "
                                 "experiment's report again (snakemake reruns make_report)")
-    runs = model_runs(results, logs)
+    runs = model_runs(results, logs, dict(zip(summary["variant"].astype(str), summary["setting"].astype(str))))
     lines = [f"# {title or f'Reference results: {experiment}'}", ""]
     if intro:
         lines += [intro.strip(), ""]
@@ -387,12 +396,13 @@ def _models_section(runs: list[ModelRun]) -> list[str]:
         "Training time is the trainer's clock (`elapsed_s` of `train_log.csv`): wall time over every attempt, a "
         "resumed run adding its part. CPU time is the processor time of the job's last attempt (Snakemake's "
         "benchmark file; unlike wall time, not lengthened by other jobs on the machine), so it is partial where "
-        "*resumed* says yes. *Last gain* is how much the last dev evaluation lowered the best dev perplexity before it "
+        "*resumed* says yes. *Test BLEU* is the model's own, as the tables score it (tokenized, before "
+        "unknown-word replacement, τ = ∞). *Last gain* is how much the last dev evaluation lowered the best dev perplexity before it "
         "(early stopping ends training when it is below `train.min_improvement`).",
         "",
-        "| variant | run | epochs | best epoch | best dev ppl | last gain | training time | CPU time | resumed | "
-        "device | precision | parameters | commit |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| variant | run | epochs | best epoch | best dev ppl | test BLEU | last gain | training time | CPU time | "
+        "resumed | device | precision | parameters | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         gain = "" if r.last_gain_pct is None else f"{r.last_gain_pct:.1f}%"
@@ -401,6 +411,7 @@ def _models_section(runs: list[ModelRun]) -> list[str]:
         params = "" if r.parameters is None else f"{r.parameters / 1e6:.2f}M"
         ppl = "" if r.best_dev_ppl is None else f"{r.best_dev_ppl:.2f}"
         resumed = "" if r.resumed is None else ("yes" if r.resumed else "no")
-        lines.append(f"| {r.variant} | {r.run} | {r.epochs} | {r.best_epoch or ''} | {ppl} | {gain} | {time_} | "
+        bleu = "" if r.bleu is None else f"{r.bleu:.2f}"
+        lines.append(f"| {r.variant} | {r.run} | {r.epochs} | {r.best_epoch or ''} | {ppl} | {bleu} | {gain} | {time_} | "
                      f"{cpu} | {resumed} | {r.device} | {r.precision} | {params} | {_commit(r.commit)} |")
     return [*lines, ""]
