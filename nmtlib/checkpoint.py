@@ -156,8 +156,8 @@ def check_vocabularies(record: dict[str, Any], model_path: str | Path, src_vocab
     given = {"source": Path(src_vocab), "target": Path(tgt_vocab)}
     if not recorded:
         # Kept although this format lasted only nmtlib's first days: checkpoints record vocabulary
-        # hashes since df83595 (2026-11-25), and the models of docs/results/multi30k-deen.md were
-        # trained before it (at 88bca94, 357603c, 7f866d2, 69e2cb7); they carry no vocabularies
+        # hashes since df83595 (2026-11-25), and the models of the first multi30k-deen reference run
+        # (2026-11-24) were trained before it (at 88bca94, 357603c, 7f866d2, 69e2cb7); they carry no vocabularies
         # either (embedded_vocabularies), so whoever holds them decodes them with --src-vocab and
         # --tgt-vocab through this branch (tests/test_model_integrity.py).
         sizes = {"source": record.get("src_vocab_size"), "target": record.get("tgt_vocab_size")}

@@ -235,7 +235,7 @@ def test_luong_table1_paper_beside_ours_and_deltas(report) -> None:
     assert (local_p.ours_bleu, local_p.ours_delta, local_p.ours_delta_vs) == (17.0, 2.0, "feed")
     # "+ unk replace" is the same model scored after unknown-word replacement: 18.5 − 17.0
     assert (unk.paper_bleu, unk.ours_bleu, unk.ours_delta, unk.ours_delta_vs) == (20.9, 18.5, 1.5, "local-p-general-feed")
-    assert bool(unk.bleu_after_unk_replace) and not bool(local_p.bleu_after_unk_replace)
+    assert bool(unk.unk_replaced) and not bool(local_p.unk_replaced)
     # the ensemble after replacement (20.0) against the row above, a single model after replacement (18.5)
     assert (ens.paper_bleu, ens.paper_delta, ens.ours_bleu, ens.ours_delta, ens.ours_delta_vs) == (
         23.0, 2.1, 20.0, 1.5, "unk")

@@ -149,7 +149,7 @@ _OURS = "Our NMT systems"
 
 _PROGRESSIVE_NOTES = (
     "paper_test_ppl / ours_test_ppl: test perplexity. paper_bleu / ours_bleu: tokenized BLEU on the test set, after "
-    "unknown-word replacement where bleu_after_unk_replace is True, before it otherwise. paper_delta: the paper's "
+    "unknown-word replacement where unk_replaced is True, before it otherwise. paper_delta: the paper's "
     "printed gain of a row over the row right above it (its systems only). ours_delta: our gain over the same row "
     "(ours_delta_vs), scored the same way; empty, with a note, where this experiment has no number for that row."
 )
@@ -190,7 +190,7 @@ ensemble) carry the paper's printed gain and ours.
 
 - ``paper_test_ppl``, ``ours_test_ppl``: test perplexity (lower is better).
 - ``paper_bleu``, ``ours_bleu``: tokenized BLEU (multi-bleu.perl, 0–100) on the test set, after
-  unknown-word replacement where ``bleu_after_unk_replace`` is True, before it otherwise.
+  unknown-word replacement where ``unk_replaced`` is True, before it otherwise.
 - ``paper_delta``: the paper's printed gain in BLEU over the row right above; ``ours_delta``: our
   gain over the same row (``ours_delta_vs``), scored the same way, empty (with a ``note``) where we
   have no number for that row.
@@ -227,7 +227,7 @@ ours.
 
 - ``paper_test_ppl``, ``ours_test_ppl``: test perplexity (lower is better).
 - ``paper_bleu``, ``ours_bleu``: tokenized BLEU (0–100) on the test set, after unknown-word
-  replacement where ``bleu_after_unk_replace`` is True, before it otherwise.
+  replacement where ``unk_replaced`` is True, before it otherwise.
 - ``paper_delta``, ``ours_delta``: gain in BLEU over the row right above (ours against
   ``ours_delta_vs``, empty with a ``note`` where we have no number for that row).
 - ``ours_from``: the variant behind our numbers; rows no variant regenerates keep the paper's

@@ -11,8 +11,8 @@ papers are cited by authors, year, title and table.
 
 Our numbers are means over the variant's seeds. Every metric column names its variant: test
 perplexity (``*_test_ppl``), BLEU before or after unknown-word replacement
-(``*_before_unk_replace`` / ``*_after_unk_replace``; in Luong's Tables 1 and 3 the row's
-``bleu_after_unk_replace`` says which, as the paper's "+ unk replace" rows do), the AER
+(``*_before_unk_replace`` / ``*_after_unk_replace``; in Luong's Tables 1 and 3 the row's flag
+``unk_replaced`` says which, as the paper's "+ unk replace" rows do), the AER
 convention (``*_aer_fn14``, ``*_aer_predicted_word``: :data:`AER_CONVENTIONS`). BLEU is tokenized
 BLEU (multi-bleu.perl). Shu & Nakayama's protocol: BLEU and RIBES of the raw output (that paper
 replaces nothing) from the same decoding as the window beside them, and the window is the mean
@@ -333,7 +333,7 @@ def progressive_table(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd
                 "row": prow.key, "section": prow.section, "system": prow.label,
                 "paper_test_ppl": prow.values.get("ppl"), "ours_test_ppl": ours.value(name, "test_ppl"),
                 "paper_bleu": prow.values.get("bleu"), "ours_bleu": bleu,
-                "bleu_after_unk_replace": prow.unk_replace,
+                "unk_replaced": prow.unk_replace,  # a flag: which BLEU the row's two numbers are
                 "paper_delta": prow.delta, "ours_delta": None, "ours_delta_vs": "",
                 "ours_from": b.ours_from(name),
             }
