@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 from PIL import Image
 
 from nmtlib.cli import main
@@ -201,6 +202,44 @@ def test_a_smoke_run_says_so(tmp_path: Path) -> None:
         json.dumps({"variant": {"train": {"max_steps": 300}}}))  # its log (test_report's) ends at step 300
     _, out = publish(root)
     assert "**No verdict: smoke run**: models stopped after train.max_steps = 300 updates" in out.read_text()
+
+
+def test_findings_beside_another_experiments(tmp_path: Path) -> None:
+    """The other direction's findings beside this one's (issue #40): each claim either tests, one
+    row per experiment, from that experiment's own findings.csv."""
+    root, results = reported_experiment(tmp_path)
+    other = root / "results" / "unit-back"
+    other.mkdir()
+    (other / "tables").mkdir()
+    findings = pd.read_csv(results / "tables" / "findings.csv")
+    tested = findings[findings["verdict"] != "not tested"]
+    first, second = tested.iloc[0]["claim"], tested.iloc[1]["claim"]
+    # the other direction: the first claim does not hold there (−0.5 [−0.9, −0.1]); the second is untested
+    back = findings.copy()
+    i = back.index[back["claim"] == first][0]
+    back.loc[i, ["ours_diff", "ci_low", "ci_high", "verdict"]] = [-0.5, -0.9, -0.1, "does not hold"]
+    back.loc[back["claim"] == second, "verdict"] = "not tested"
+    back.to_csv(other / "tables" / "findings.csv", index=False)
+    code, out = publish(root, "--beside", str(other))
+    assert code == 0
+    page = out.read_text(encoding="utf-8")
+    assert "## Beside `unit-back`" in page
+    section = page.split("## Beside `unit-back`")[1].split("\n## ")[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("|") and not line.startswith("|:")]
+    assert rows[0] == ["claim", "experiment", "paper", "ours", "95% interval", "verdict"]
+    ours = tested.iloc[0]
+    assert rows[1][:2] == [first, "unit"] and rows[1][5] == ours["verdict"]
+    assert rows[2] == ["", "unit-back", rows[1][2], "-0.50", "[-0.90, -0.10]", "does not hold"]
+    assert rows[3][:2] == [second, "unit"] and rows[4][1:] == ["unit-back", "—", "—", "—", "not tested"]
+    # every claim tested in either, each once per experiment
+    assert len(rows) - 1 == 2 * len(tested)
+    # an experiment without a report is one line naming it
+    run = subprocess.run([sys.executable, "-m", "nmtlib", "publish", "--results", str(results), "--out",
+                          str(out), "--command", "x", "--hardware", "y", "--beside", str(root / "results" / "none")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and "none/tables/findings.csv does not exist" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
 
 
 def test_publish_before_the_report_is_a_one_line_error(tmp_path: Path) -> None:

@@ -24,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hardware", required=True, help="the machine it ran on, in words")
     p.add_argument("--title", default=None, help="the page's title (default: 'Reference results: <experiment>')")
     p.add_argument("--intro", type=Path, default=None, help="a Markdown file whose text opens the page")
+    p.add_argument("--beside", type=Path, action="append", default=[], metavar="RESULTS",
+                   help="another experiment's results folder whose findings the page sets beside this one's "
+                        "(repeatable), e.g. the other direction of the same corpus")
     p.set_defaults(func=run)
 
 
@@ -33,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
 
     intro = args.intro.read_text(encoding="utf-8") if args.intro else ""
     try:
-        out = results_page(args.results, args.out, args.run_command, args.hardware, args.logs, args.title, intro)
+        out = results_page(args.results, args.out, args.run_command, args.hardware, args.logs, args.title, intro,
+                           tuple(args.beside))
     except FileNotFoundError as err:
         raise NmtlibError(str(err)) from None
     print(out)

@@ -4,7 +4,8 @@ Peers publish reference numbers beside their code (Joey NMT's benchmarks page, t
 README tables); this page is ours for one experiment, written as a paper's results section and
 built only from what the run wrote:
 
-- the findings as a narrow table (claim | paper | ours | 95% interval | verdict), the untested
+- the findings as a narrow table (claim | paper | ours | 95% interval | verdict), beside other
+  experiments' where asked (the same claims in another direction or corpus), the untested
   claims folded by reason, the summary and the papers' tables narrowed to the paper's numbers and
   ours (means ± standard deviations over seeds, counts as integers); every column of each is in
   the CSV copied beside the page (``<stem>/<table>.csv``);
@@ -159,17 +160,20 @@ def _signed(value: object, percent: bool = False) -> str:
     return f"{float(value):+.2f}" + ("%" if percent else "")
 
 
+def _finding_cells(r: pd.Series) -> dict[str, str]:
+    """A findings row as the page shows it: paper | ours | 95% interval | verdict (window claims in percent)."""
+    percent = "%" in str(r["metric"])
+    interval = (MISSING if pd.isna(r["ci_low"]) else
+                f"[{_signed(r['ci_low'], percent)}, {_signed(r['ci_high'], percent)}]")
+    return {"paper": _signed(r["paper_diff"], percent), "ours": _signed(r["ours_diff"], percent),
+            "95% interval": interval, "verdict": r["verdict"]}
+
+
 def findings_section(findings: pd.DataFrame) -> list[str]:
     """The findings: their verdicts counted, the narrow table of the tested claims, the untested
     ones one line per reason, and the criteria."""
     tested = findings[findings["verdict"] != UNTESTED]
-    rows = []
-    for _, r in tested.iterrows():
-        percent = "%" in str(r["metric"])
-        interval = (MISSING if pd.isna(r["ci_low"]) else
-                    f"[{_signed(r['ci_low'], percent)}, {_signed(r['ci_high'], percent)}]")
-        rows.append({"claim": r["claim"], "paper": _signed(r["paper_diff"], percent),
-                     "ours": _signed(r["ours_diff"], percent), "95% interval": interval, "verdict": r["verdict"]})
+    rows = [{"claim": r["claim"], **_finding_cells(r)} for _, r in tested.iterrows()]
     lines = [f"Of the papers' claims, {verdict_summary(findings)} by this experiment's variants. *paper* and "
              "*ours* are the difference A − B of the two rows each claim compares (the paper's on its data; the "
              "window claims in percent); the rows compared, both sides' numbers, the p-values, the chrF "
@@ -180,6 +184,30 @@ def findings_section(findings: pd.DataFrame) -> list[str]:
     for reason, group in untested.groupby(untested["reason"].fillna(""), sort=False):
         lines.append(f"- Not tested, {reason}: {'; '.join(group['claim'])}.")
     return [*lines, "", CRITERIA, ""]
+
+
+def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
+    """The findings of several experiments side by side (this one first): every claim that one of
+    them tests, one row per experiment, each with its own paper difference (a claim's paper number
+    follows the experiment's direction), ours, the interval and the verdict."""
+    names = list(experiments)
+    claims = list(dict.fromkeys(c for df in experiments.values() for c in df.loc[df["verdict"] != UNTESTED, "claim"]))
+    rows = []
+    for claim in claims:
+        for i, name in enumerate(names):
+            found = experiments[name][experiments[name]["claim"] == claim]
+            cells = (_finding_cells(found.iloc[0]) if not found.empty and found.iloc[0]["verdict"] != UNTESTED else
+                     {"paper": MISSING, "ours": MISSING, "95% interval": MISSING, "verdict": UNTESTED})
+            rows.append({"claim": claim if i == 0 else "", "experiment": name, **cells})
+    lines = [f"## Beside {', '.join(f'`{n}`' for n in names[1:])}", "",
+             f"Every claim that `{names[0]}` or {', '.join(f'`{n}`' for n in names[1:])} tests, one row per "
+             "experiment, each from that experiment's own findings (its paper difference is the paper's number "
+             "for that experiment's direction).", ""]
+    if rows:
+        lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), ""]
+    else:
+        lines += ["None of them tests a claim yet.", ""]
+    return lines
 
 
 def paper_table_section(name: str, df: pd.DataFrame) -> list[str]:
@@ -294,9 +322,10 @@ def _outside_paths(text: str, root: Path) -> list[str]:
 
 
 def results_page(results: Path, out: Path, command: str, hardware: str, logs: Path | None = None,
-                 title: str | None = None, intro: str = "") -> Path:
+                 title: str | None = None, intro: str = "", beside: tuple[Path, ...] = ()) -> Path:
     """Write ``out`` (Markdown) and, under ``out``'s folder in ``<stem>/``, its figures, its tables
-    as CSV and every test translation (see the module docstring)."""
+    as CSV and every test translation (see the module docstring); with ``beside``, other
+    experiments' results folders, their findings beside this one's (:func:`beside_section`)."""
     experiment, layout = results.name, Layout(results)
     if not layout.table("summary").exists() or not layout.table("findings").exists():
         raise FileNotFoundError(f"{layout.table('summary')} does not exist: run the experiment's report first")
@@ -341,6 +370,14 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
                   f"{', '.join(map(str, smoke))} updates; no difference here says anything about the papers' claims.",
                   ""]
     lines += ["## Findings", "", *findings_section(findings)]
+    if beside:
+        others = {}
+        for folder in beside:
+            path = Layout(folder).table("findings")
+            if not path.exists():
+                raise FileNotFoundError(f"{path} does not exist: run that experiment's report first (--beside {folder})")
+            others[folder.name] = pd.read_csv(path)
+        lines += beside_section({experiment: findings, **others})
     shown = [c for col in SUMMARY_SHOWN for c in (col, f"{col}_sd") if c in summary.columns]
     lines += ["## Summary", "", "One row per variant and ensemble, decoded at τ = ∞; means over seeds ± their "
               "standard deviation. Every column (perplexities, RIBES, AER, decoding time, sacreBLEU's signature) "
