@@ -33,6 +33,7 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +43,7 @@ from nmtlib.atomic import atomic_write
 from nmtlib.errors import NmtlibError
 from nmtlib.files import read_lines
 from nmtlib.layout import RAW_TEXT, Layout, Logs
-from nmtlib.report.collect import BF16_NOTE, precision, stopped_by_max_steps
+from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
 from nmtlib.report.findings import CRITERIA, verdict_summary
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
 from nmtlib.report.paper import FIGURES, TABLES
@@ -416,10 +417,9 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
 
 def _precisions(runs: list[ModelRun]) -> str:
     """What the models trained in, as their records say: bf16 is a deviation from the papers' float32."""
-    counts: dict[str, int] = {}
-    for r in runs:
-        counts[r.precision or "not recorded"] = counts.get(r.precision or "not recorded", 0) + 1
-    return "; ".join(f"{BF16_NOTE if p == 'bf16' else p}: {n} model{'s' if n != 1 else ''}" for p, n in counts.items())
+    counts = Counter(r.precision or "not recorded" for r in runs)
+    return "; ".join(f"{BF16_NOTE if p == PRECISIONS[True] else p}: {n} model{'s' if n != 1 else ''}"
+                     for p, n in counts.items())
 
 
 def _commit(commit: str | None) -> str:
