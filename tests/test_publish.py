@@ -259,3 +259,29 @@ def test_findings_of_an_older_report_are_refused(tmp_path: Path, capsys) -> None
     code, out = publish(root)
     assert code == 2 and not out.exists()
     assert "run the experiment's report again" in capsys.readouterr().err
+
+
+def test_the_page_says_which_tokens_its_scores_count(tmp_path: Path) -> None:
+    """small_parallel_enja's Japanese keeps the corpus's own segmentation (KyTea's), not Moses': the
+    page says which tokens BLEU counts, from the preprocess record a trained model keeps."""
+    import torch
+
+    root, results = reported_experiment(tmp_path)
+    code, out = publish(root)
+    assert code == 0 and "| tokens |" not in out.read_text(encoding="utf-8")  # no model records it: no row
+    record = {"src_lang": "en", "tgt_lang": "ja", "src_tokenizer": "moses", "tgt_tokenizer": "none",
+              "lowercase": False, "escape": False}
+    torch.save({"preprocess": record}, results / "models" / "base" / "seed1" / "model.pt")
+    code, out = publish(root)
+    page = out.read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if line.startswith("| tokens |")]
+    assert row == ("| tokens | target text (ja) as the corpus gives them (already tokenized; only whitespace "
+                   "normalized); BLEU, RIBES and the published translations count these tokens |")
+    assert "Moses-tokenized" not in page
+
+
+def test_every_tokenizer_has_words_on_the_page() -> None:
+    from nmtlib.data.tokenize import TOKENIZERS
+    from nmtlib.report.publish import TOKENIZATION
+
+    assert set(TOKENIZATION) == set(TOKENIZERS)

@@ -70,6 +70,16 @@ RESCORE_OPTIONS = "-m bleu chrf -tok none -s none -w 2 -f text"
 TRAINING_RULE = "train_model"
 #: the published copy of the test reference and source, beside the translations
 REFERENCE, SOURCE = "reference.txt", "source.txt"
+#: what each tokenizer (:data:`nmtlib.data.tokenize.TOKENIZERS`, a test keeps the two in step) makes of
+#: a text, as the page says which tokens its scores count; ``{lang}``: the language
+TOKENIZATION = {
+    "none": "as the corpus gives them (already tokenized; only whitespace normalized)",
+    "space": "as the corpus gives them (already tokenized; only whitespace normalized)",
+    "moses": "Moses-tokenized (tokenizer.perl -l {lang}, through sacremoses)",
+    "moses-aggressive": "Moses-tokenized with -a, hyphens split as @-@ (tokenizer.perl -l {lang} -a, through "
+                        "sacremoses)",
+    "ja": "segmented by MeCab with the UniDic-lite dictionary (fugashi)",
+}
 
 
 class PathOutsideRepository(NmtlibError):
@@ -221,6 +231,22 @@ def paper_table_section(name: str, df: pd.DataFrame) -> list[str]:
             f"[{name}.csv]({{stem}}/{name}.csv).", "", _markdown(shown), ""]
 
 
+def tokenization(results: Path) -> str | None:
+    """How the target side of the results folder ``results`` was tokenized, the tokens its BLEU,
+    RIBES and translations count, in words (:data:`TOKENIZATION`), from the preprocess record a
+    trained model keeps; None where no model has one (older models, or none trained yet)."""
+    from nmtlib import checkpoint
+
+    layout = Layout(results)
+    for path, _ in layout.found(layout.model("*", "*")):
+        record = checkpoint.load(path).get("preprocess")
+        if record:
+            text = TOKENIZATION[record["tgt_tokenizer"]].format(lang=record["tgt_lang"])
+            return (f"target text ({record['tgt_lang']}) {text}" + (", lowercased" if record["lowercase"] else "")
+                    + "; BLEU, RIBES and the published translations count these tokens")
+    return None
+
+
 def repository_root(path: Path) -> Path:
     """The git work tree holding ``path`` (which need not exist yet), else its nearest existing folder."""
     folder = next(p for p in (path.absolute(), *path.absolute().parents) if p.is_dir())
@@ -285,7 +311,7 @@ def rescore_section(results: Path, published: Layout[Path], root: Path, summary:
     lines = ["## Translations", "",
              f"Every test translation is in `{rel}/`: `{one}` as decoded and "
              "`.unk.txt` after unknown-word replacement, for every variant, seed (`seed<k>`), ensemble (`ensemble`) "
-             "and decoding setting (`beam<K>`, `beam<K>.tau<τ>`), Moses-tokenized as the tables score them; "
+             "and decoding setting (`beam<K>`, `beam<K>.tau<τ>`), tokenized as the tables score them (*tokens* above); "
              f"`{REFERENCE}` and `{SOURCE}` are the tokenized test reference and source.", ""]
     best = _best_run(results, summary)
     if best is None:
@@ -354,6 +380,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     commits.append(f"`{head}` (tables, findings and this page)" if head else "tables: commit not recorded")
     reference = layout.data("test", "tgt")
     test_size = len(read_lines(reference)) if reference.exists() else None
+    tokens = tokenization(results)
     lines += [
         "| | |", "|---|---|",
         f"| command | `{command}` |",
@@ -362,6 +389,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         f"| models | {len(runs)} trained, {sum(r.train_s or 0 for r in runs) / 3600:.2f} h of training in all |",
         *([f"| precision | {_precisions(runs)} |"] if any(r.precision for r in runs) else []),
         *([f"| test set | {test_size} sentences |"] if test_size is not None else []),
+        *([f"| tokens | {tokens} |"] if tokens else []),
         "",
     ]
     smoke = sorted({steps for _, (variant, run) in layout.found(layout.model_dir("*", "*"))
