@@ -45,6 +45,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--variant", required=True, help="the variant to train")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--steps", type=int, default=300, help="updates at each commit (default: %(default)s)")
+    p.add_argument("--repo", type=Path, default=ROOT, help="the git repository of the commits (default: this one)")
     p.add_argument("--keep", type=Path, default=None, help="keep both model folders here (default: a temporary folder)")
     return p.parse_args(argv)
 
@@ -61,12 +62,11 @@ def train_command(tree: Path, spec: dict, seed: int, results: Path, preprocess: 
 
 def main(argv: list[str] | None = None) -> int:
     import torch
-    import yaml
 
-    from nmtlib.workflow_config import preprocess_record, variant_spec
+    from nmtlib.workflow_config import load_experiment, preprocess_record, variant_spec
 
     args = parse_args(argv)
-    config = yaml.safe_load(args.config.read_text(encoding="utf-8"))
+    config, _ = load_experiment(args.config)  # checked and with its defaults, as the workflow reads it
     spec = json.loads(variant_spec(config, args.variant))
     spec.setdefault("train_defaults", {})["max_steps"] = args.steps
     preprocess = preprocess_record(config["data"])
@@ -75,10 +75,11 @@ def main(argv: list[str] | None = None) -> int:
         keep = args.keep.resolve() if args.keep else Path(tmp)
         models = {}
         for label, rev in (("old", args.old), ("new", args.new)):
-            commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", rev], check=True,
+            commit = subprocess.run(["git", "-C", str(args.repo), "rev-parse", "--short=12", rev], check=True,
                                     capture_output=True, text=True).stdout.strip()
             tree = Path(tmp) / f"tree-{label}"
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), commit], check=True)
+            subprocess.run(["git", "-C", str(args.repo), "worktree", "add", "--detach", "-q", str(tree), commit],
+                           check=True)
             try:
                 out = keep / f"{label}-{commit}"
                 env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{label} ({commit}): training failed:\n{run.stderr[-2000:]}", file=sys.stderr)
                     return 2
             finally:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=True)
+                subprocess.run(["git", "-C", str(args.repo), "worktree", "remove", "--force", str(tree)], check=True)
             models[label] = torch.load(out / "model.pt", map_location="cpu", weights_only=True)
             print(f"{label} {commit}: step {models[label]['step']}, dev ppl {models[label]['dev_ppl']:.6f}")
         old, new = models["old"]["model"], models["new"]["model"]

@@ -213,3 +213,41 @@ def test_bf16_parity_verdicts_follow_the_issues_rule():
     assert verdict([34.0, 34.1], [31.2, 31.3])[0] == "no parity"
     assert verdict([34.0], [33.0])[0] == "no parity so far (one seed)"
     assert verdict([], [33.0])[0] == "not yet: models missing"
+
+
+def test_same_weights_tells_a_change_that_moves_no_weight_from_one_that_does(tmp_path, tiny_corpus):
+    """Two commits on a clone of this repository: a comment in the model code (the same weights,
+    exit 0) and Adam's eps 1e-8 → 1e-6 (every weight moves a little, exit 1)."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(repo)], check=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+
+    def commit(path: str, old: str, new: str) -> None:
+        file = repo / path
+        text = file.read_text(encoding="utf-8")
+        assert old in text
+        file.write_text(text.replace(old, new, 1), encoding="utf-8")
+        subprocess.run([*git, "commit", "-qam", path], check=True)
+
+    commit("nmtlib/models/builder.py", "def init_uniform(", "# a comment moves no weight\ndef init_uniform(")
+    commit("nmtlib/train/schedule.py", "torch.optim.Adam(params, lr=cfg.lr)",
+           "torch.optim.Adam(params, lr=cfg.lr, eps=1e-6)")
+    results = tmp_path / "results"
+    for folder, name, link in (("data", f"{s}.{side}", f"{s}.{side}") for s in ("train", "dev") for side in ("src", "tgt")):
+        (results / folder).mkdir(parents=True, exist_ok=True)
+        (results / folder / name).symlink_to(tiny_corpus / link)
+    (results / "vocab").mkdir()
+    for side in ("src", "tgt"):
+        (results / "vocab" / f"{side}.txt").symlink_to(tiny_corpus / f"vocab.{side}")
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        "experiment: tiny\ndata: {corpus: synthetic, src: src, tgt: tgt}\nseeds: [1]\n"
+        "train: {optimizer: adam, lr: 0.01, loss_norm: tokens, batch_size: 32, epochs: 1}\n"
+        "variants:\n  g: {embedding_size: 16, hidden_size: 16, layers: 1, attention: global, score: general}\n",
+        encoding="utf-8")
+    common = ["--repo", str(repo), "--config", str(config), "--results", str(results), "--variant", "g",
+              "--steps", "4"]
+    same = run("same_weights.py", "--old", "HEAD~2", "--new", "HEAD~1", *common, out=tmp_path)
+    assert "same weights: all" in same.stdout, same.stdout + same.stderr
+    moved = run("same_weights.py", "--old", "HEAD~2", "--new", "HEAD", *common, out=tmp_path, check=False)
+    assert moved.returncode == 1 and "DIFFERENT weights" in moved.stdout, moved.stdout + moved.stderr
