@@ -493,3 +493,33 @@ def test_a_paper_table_is_one_declaration() -> None:
                          caption=" ")
     # the ensemble rows are the rows keyed ``ensemble``, wherever a table has one
     assert paper.ensemble_tables(["e", "f"], None) == {"luong_table1": ["e"], "luong_table6": ["e"]}
+
+
+def test_a_variant_is_drawn_with_the_first_paper_table_it_regenerates_a_row_of() -> None:
+    rows = {"feed": {"luong_table4": "global-location", "luong_table1": "feed"},  # Table 1 comes first in TABLES
+            "dot": {"luong_table4": "global-dot"}, "rnnsearch": {"bahdanau_table1": "rnnsearch-50"}, "mine": None}
+    groups = paper.figure_groups(rows, {"ens": ["dot", "feed"], "ens2": ["rnnsearch"]},
+                                 {"paper_rows": {"ens": {"luong_table1": "ensemble"}}})
+    assert groups == {"feed": "Luong et al. 2015, Table 1", "dot": "Luong et al. 2015, Table 4",
+                      "rnnsearch": "Bahdanau et al. 2015, Table 1", "mine": paper.OTHER_GROUP,
+                      "ens": "Luong et al. 2015, Table 1",  # the table its report option names
+                      "ens2": "Bahdanau et al. 2015, Table 1"}  # no row of its own: its first member's
+
+
+def test_a_line_figure_of_more_lines_than_colours_draws_a_panel_per_paper_table(tmp_path: Path) -> None:
+    """Eleven variants in two tables: two panels side by side (12 inches at 120 dpi), so no colour
+    repeats within a panel; ten variants: one plain panel (7.5 inches), as before."""
+    from PIL import Image
+
+    from nmtlib.report import figures
+
+    names = [f"v{i}" for i in range(11)]
+    groups = {n: "Luong et al. 2015, Table 1" if i < 6 else "Luong et al. 2015, Table 4" for i, n in enumerate(names)}
+    curves = pd.DataFrame([{"variant": n, "run": "seed1", "step": s, "updates": s, "dev_ppl": 50 / s, "finetune_from": ""}
+                           for n in names for s in (1, 2)])
+    buckets = pd.DataFrame([{"variant": n, "bucket": b, "bleu": 30.0, "sentences": 5} for n in names for b in ("1-5", "6-10")])
+    for draw, frame in ((figures.learning_curves, curves), (figures.bleu_by_length, buckets)):
+        draw(frame, tmp_path / "eleven.png", groups=groups)
+        draw(frame[frame["variant"] != "v10"], tmp_path / "ten.png", groups=groups)
+        with Image.open(tmp_path / "eleven.png") as eleven, Image.open(tmp_path / "ten.png") as ten:
+            assert (eleven.width, ten.width) == (1440, 900), draw.__name__

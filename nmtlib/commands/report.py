@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.report import collect, figures
     from nmtlib.report.findings import findings_table, write_findings
     from nmtlib.report.page import claims_table, write_landing
-    from nmtlib.report.paper import PaperRowError
+    from nmtlib.report.paper import PaperRowError, figure_groups
     from nmtlib.report.tables import write_paper_tables, write_summary
 
     out = Layout(args.out)
@@ -87,8 +87,10 @@ def run(args: argparse.Namespace) -> int:
             with atomic_write(out.caption(name)) as f:
                 f.write(_PAPER[name].caption_rst(columns))
 
-    figures.learning_curves(collect.learning_curves(spec), out.figure("learning_curves"))
-    figures.bleu_by_length(collect.length_buckets(spec), out.figure("bleu_by_length"))
+    groups = figure_groups({name: v.get("paper_row") for name, v in spec.variants.items()}, spec.ensembles,
+                           spec.report)
+    figures.learning_curves(collect.learning_curves(spec), out.figure("learning_curves"), groups=groups)
+    figures.bleu_by_length(collect.length_buckets(spec), out.figure("bleu_by_length"), groups=groups)
 
     sentences = list(spec.report.get("heatmap_sentences", [0, 1]))
     src, tgt = collect.test_sentences(spec, "src"), collect.test_sentences(spec, "tgt")

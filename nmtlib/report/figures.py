@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -15,6 +16,7 @@ import pandas as pd  # noqa: E402
 from nmtlib.atomic import atomic_write  # noqa: E402
 from nmtlib.layout import Layout  # noqa: E402
 from nmtlib.report.collect import attention_order  # noqa: E402
+from nmtlib.report.paper import OTHER_GROUP  # noqa: E402
 
 
 def _save(fig: plt.Figure, path: Path, tight: bool = True) -> None:
@@ -38,8 +40,43 @@ def _empty(path: Path, title: str, why: str) -> None:
     _save(fig, path)
 
 
-def learning_curves(curves: pd.DataFrame, path: Path, title: str = "Learning curves (Luong et al. 2015, Fig. 5)") -> None:
-    """Dev perplexity against training updates, one line per variant and seed.
+#: at most this many lines share one panel of a line figure; one with more draws a panel per paper
+#: table (``groups``: :func:`nmtlib.report.paper.figure_groups`), so that no two lines share a colour
+MAX_LINES = 10
+
+
+def _panels(names: list[str], lines: int, groups: Mapping[str, str] | None) -> dict[str, list[str]]:
+    """Panel title → its variants (in ``names``' order): one untitled panel for at most
+    :data:`MAX_LINES` lines, else one per group of ``groups`` (variant → group)."""
+    panels: dict[str, list[str]] = {}
+    for name in names:
+        panels.setdefault((groups or {}).get(name, OTHER_GROUP), []).append(name)
+    if groups is None or lines <= MAX_LINES or len(panels) == 1:
+        return {"": list(names)}
+    return panels
+
+
+def _grid(panels: dict[str, list[str]], title: str, sharey: bool) -> tuple[plt.Figure, list[plt.Axes]]:
+    """One axes per panel, two to a row under the figure's title (one panel: a plain figure)."""
+    if len(panels) == 1:
+        fig, ax = plt.subplots(figsize=(7.5, 4.5))
+        ax.set_title(title)
+        return fig, [ax]
+    rows = -(-len(panels) // 2)
+    fig, grid = plt.subplots(rows, 2, figsize=(12, 3.9 * rows), sharey=sharey, squeeze=False)
+    axes = list(grid.flat)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    for ax, panel in zip(axes, panels):
+        ax.set_title(panel, fontsize=10)
+    fig.suptitle(title)
+    return fig, axes[:len(panels)]
+
+
+def learning_curves(curves: pd.DataFrame, path: Path, title: str = "Learning curves (Luong et al. 2015, Fig. 5)",
+                    groups: Mapping[str, str] | None = None) -> None:
+    """Dev perplexity against training updates, one line per variant and seed; a panel per paper
+    table where there are more than :data:`MAX_LINES` lines (``groups``).
 
     ``curves`` is :func:`nmtlib.report.collect.learning_curves`: x is ``updates``, counted from the
     start of the whole training, so a fine-tuning stage (``finetune_from``) continues its parent's
@@ -47,35 +84,38 @@ def learning_curves(curves: pd.DataFrame, path: Path, title: str = "Learning cur
     """
     if curves.empty:
         return _empty(path, title, "no training logs yet")
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    colours = {v: f"C{i % 10}" for i, v in enumerate(dict.fromkeys(curves["variant"]))}
+    panels = _panels(list(dict.fromkeys(curves["variant"])), len(curves.groupby(["variant", "run"])), groups)
+    fig, axes = _grid(panels, title, sharey=True)
     styles = {r: ["-", "--", ":", "-."][i % 4] for i, r in enumerate(dict.fromkeys(curves["run"]))}
     several = curves["run"].nunique() > 1
     has_updates = "updates" in curves
-    for (variant, run), df in curves.groupby(["variant", "run"], sort=False):
-        label = f"{variant} ({run})" if several else variant
-        parent = df["finetune_from"].iloc[0] if "finetune_from" in df else ""
-        x, y = list(df["step"]), list(df["dev_ppl"])
-        if has_updates and df["updates"].notna().all():
-            x = [float(u) for u in df["updates"]]
-            if parent:
-                label += f", fine-tuned from {parent}"
-                start = x[0] - float(df["step"].iloc[0])
-                p = curves[(curves["variant"] == parent) & (curves["run"] == run) & (curves["updates"] == start)]
-                if not p.empty:  # the parent's model the stage starts from
-                    x, y = [start, *x], [float(p["dev_ppl"].iloc[0]), *y]
-        elif parent:
-            label += f", fine-tuned from {parent} (its own updates: the parent's are unknown)"
-        ax.plot(x, y, marker="o", markersize=3, color=colours[variant], linestyle=styles[run], label=label)
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("training updates (mini-batches; fine-tuning continues from its parent's model)")
-    ax.set_ylabel("dev perplexity (log scale)")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, title="variant", title_fontsize=8)
+    for ax, variants in zip(axes, panels.values()):
+        colours = {v: f"C{i % 10}" for i, v in enumerate(variants)}
+        panel = curves[curves["variant"].isin(variants)]
+        for (variant, run), df in panel.groupby(["variant", "run"], sort=False):
+            label = f"{variant} ({run})" if several else variant
+            parent = df["finetune_from"].iloc[0] if "finetune_from" in df else ""
+            x, y = list(df["step"]), list(df["dev_ppl"])
+            if has_updates and df["updates"].notna().all():
+                x = [float(u) for u in df["updates"]]
+                if parent:
+                    label += f", fine-tuned from {parent}"
+                    start = x[0] - float(df["step"].iloc[0])
+                    p = curves[(curves["variant"] == parent) & (curves["run"] == run) & (curves["updates"] == start)]
+                    if not p.empty:  # the parent's model the stage starts from
+                        x, y = [start, *x], [float(p["dev_ppl"].iloc[0]), *y]
+            elif parent:
+                label += f", fine-tuned from {parent} (its own updates: the parent's are unknown)"
+            ax.plot(x, y, marker="o", markersize=3, color=colours[variant], linestyle=styles[run], label=label)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("training updates (mini-batches; fine-tuning continues from its parent's model)",
+                      fontsize=None if len(axes) == 1 else 8)
+        ax.set_ylabel("dev perplexity (log scale)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8 if len(axes) == 1 else 7, title="variant", title_fontsize=8)
     _save(fig, path)
 
 
@@ -83,24 +123,28 @@ def _bucket_start(label: str) -> int:
     return int(str(label).split("-")[0].rstrip("+"))
 
 
-def bleu_by_length(buckets: pd.DataFrame, path: Path, title: str = "BLEU by source length (Luong et al. 2015, Fig. 6)") -> None:
+def bleu_by_length(buckets: pd.DataFrame, path: Path, title: str = "BLEU by source length (Luong et al. 2015, Fig. 6)",
+                   groups: Mapping[str, str] | None = None) -> None:
     """Tokenized BLEU after unknown-word replacement (``nmtlib evaluate`` scores the buckets on the
-    replaced output) per source-length bucket, one line per variant (mean over seeds)."""
+    replaced output) per source-length bucket, one line per variant (mean over seeds); a panel per
+    paper table where there are more than :data:`MAX_LINES` variants (``groups``)."""
     if buckets.empty:
         return _empty(path, title, "no translations scored yet")
     mean = buckets.groupby(["variant", "bucket"], sort=False)[["bleu", "sentences"]].mean().reset_index()
     order = sorted(dict.fromkeys(buckets["bucket"]), key=_bucket_start)
     counts = buckets.groupby("bucket")["sentences"].max()
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for variant, df in mean.groupby("variant", sort=False):
-        df = df.set_index("bucket").reindex(order)
-        ax.plot(range(len(order)), df["bleu"], marker="o", label=variant)
-    ax.set_xticks(range(len(order)), [f"{b}\n({int(counts[b])} sent.)" for b in order], fontsize=8)
-    ax.set_xlabel("source sentence length (words)")
-    ax.set_ylabel("test BLEU after unk replacement (tokenized, %)")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, title="variant", title_fontsize=8)
+    variants = list(dict.fromkeys(mean["variant"]))
+    panels = _panels(variants, len(variants), groups)
+    fig, axes = _grid(panels, title, sharey=True)
+    for ax, names in zip(axes, panels.values()):
+        for variant in names:
+            df = mean[mean["variant"] == variant].set_index("bucket").reindex(order)
+            ax.plot(range(len(order)), df["bleu"], marker="o", label=variant)
+        ax.set_xticks(range(len(order)), [f"{b}\n({int(counts[b])} sent.)" for b in order], fontsize=8)
+        ax.set_xlabel("source sentence length (words)")
+        ax.set_ylabel("test BLEU after unk replacement (tokenized, %)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8 if len(axes) == 1 else 7, title="variant", title_fontsize=8)
     _save(fig, path)
 
 

@@ -430,13 +430,15 @@ FIGURES: dict[str, PaperFigure] = {f.name: f for f in (
     PaperFigure(
         "learning_curves", LUONG, "Fig. 5", "Learning curves", "dev ppl during training", """
         dev perplexity (log scale, lower is better) against training updates (mini-batches), one colour per
-        variant and one line style per seed, read from each model's ``train_log.csv``. A fine-tuning stage
-        continues its parent's line from the parent's model it starts from."""),
+        variant and one line style per seed, read from each model's ``train_log.csv``; with more than ten
+        lines, one panel per paper table a variant regenerates a row of (its first), the panels sharing the
+        y axis. A fine-tuning stage continues its parent's line from the parent's model it starts from."""),
     PaperFigure(
         "bleu_by_length", LUONG, "Fig. 6", "BLEU by sentence length", "BLEU by sentence length", """
         tokenized test BLEU (0–100, after unknown-word replacement) of the sentences grouped by source length
         in buckets of ``report.bucket_width`` words, one line per variant and ensemble (mean over seeds,
-        τ = ∞); a tick label gives the bucket's number of sentences. Attention models should hold up on long
+        τ = ∞; with more than ten, one panel per paper table, as in the learning curves); a tick label gives
+        the bucket's number of sentences. Attention models should hold up on long
         sentences where the base model degrades."""),
     PaperFigure(
         "attention_heatmaps", BAHDANAU, "Fig. 3", "Attention heatmaps", "attention weights", """
@@ -523,3 +525,29 @@ def tables_with_rows(paper_rows: Mapping[str, Mapping[str, Any] | None], ensembl
     named = {table for variant, rows in paper_rows.items() for table in resolve_paper_row(variant, rows or {})}
     named |= set(ensemble_tables(ensembles, report))
     return [t for t in TABLES if t in named]
+
+
+#: the panel of a variant that regenerates no paper row
+OTHER_GROUP = "Other variants"
+
+
+def figure_groups(paper_rows: Mapping[str, Mapping[str, Any] | None], ensembles: Mapping[str, Iterable[str]],
+                  report: Mapping[str, Any] | None) -> dict[str, str]:
+    """Variant or ensemble → the paper table it is drawn with, where a figure has too many lines
+    for one panel: the first table (in :data:`TABLES` order) of which it regenerates a row (its
+    ``paper_row``; an ensemble: :func:`ensemble_tables`, else its first member's table), as
+    ``"Luong et al. 2015, Table 1"``; :data:`OTHER_GROUP` for a variant of no paper row."""
+    order = list(TABLES)
+    groups: dict[str, str] = {}
+    for variant, rows in paper_rows.items():
+        tables = sorted(resolve_paper_row(variant, dict(rows or {})), key=order.index)
+        groups[variant] = TABLES[tables[0]].citation if tables else OTHER_GROUP
+    by_ensemble: dict[str, list[str]] = {}
+    for table, names in ensemble_tables(list(ensembles), report).items():
+        for name in names:
+            by_ensemble.setdefault(name, []).append(table)
+    for name, members in ensembles.items():
+        tables = sorted(by_ensemble.get(name, []), key=order.index)
+        first = next(iter(members), None)
+        groups[name] = TABLES[tables[0]].citation if tables else groups.get(first, OTHER_GROUP)
+    return groups
