@@ -123,6 +123,10 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
     # today's column names, and numbers as what they are: base ran 2 seeds (an integer), its BLEU
     # 11.00 ± 1.41 (10 and 12)
     assert re.search(r"\| base +\| 2 +\| 21\.00 ± 1\.41 +\| 11\.00 ± 1\.41 ", page)
+    # RIBES beside BLEU and chrF (the word-order metric Japanese results are read by)
+    summary_header = next(line for line in page.splitlines() if line.startswith("| variant ") and "runs" in line)
+    assert [c.strip() for c in summary_header.strip("|").split("|")][5:7] == ["chrf_before_unk_replace",
+                                                                              "ribes_after_unk_replace"]
     for old in ("| ppl", "bleu_unk", "| aer ", "within_spread"):
         assert old not in page, old
     # a paper table no variant regenerates a row of is named, not printed

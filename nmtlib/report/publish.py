@@ -59,7 +59,7 @@ PAPER_TABLES = tuple(TABLES)
 PAGE_BLEU = "bleu_before_unk_replace"
 #: the summary's columns the page shows (the rest are in summary.csv), each with its ``_sd`` where there is one
 SUMMARY_SHOWN = ("variant", "runs", "test_ppl", "bleu_before_unk_replace", "bleu_after_unk_replace",
-                 "chrf_before_unk_replace", "sacrebleu_after_unk_replace", "avg_window")
+                 "chrf_before_unk_replace", "ribes_after_unk_replace", "sacrebleu_after_unk_replace", "avg_window")
 #: paper-table columns left to the CSV: provenance, notes and the row's key (the label is shown)
 PAPER_HIDDEN = {"row", "section", "note", "paper_source", "experiment", "ours_data", "ours_from", "ours_delta_vs",
                 "ours_device"}
@@ -409,7 +409,8 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         lines += beside_section({experiment: findings, **others})
     shown = [c for col in SUMMARY_SHOWN for c in (col, f"{col}_sd") if c in summary.columns]
     lines += ["## Summary", "", "One row per variant and ensemble, decoded at τ = ∞; means over seeds ± their "
-              "standard deviation. Every column (perplexities, RIBES, AER, decoding time, sacreBLEU's signature) "
+              "standard deviation. Every column (dev perplexity, RIBES before replacement, AER, decoding time, "
+              "sacreBLEU's signature) "
               f"and what each is: [summary.csv]({{stem}}/summary.csv) and the experiment's "
               f"`{Layout(Path()).table('summary', 'md')}`.", "",
               _markdown(summary[shown]), "", "## The papers' tables", ""]
