@@ -523,3 +523,21 @@ def test_a_line_figure_of_more_lines_than_colours_draws_a_panel_per_paper_table(
         draw(frame[frame["variant"] != "v10"], tmp_path / "ten.png", groups=groups)
         with Image.open(tmp_path / "eleven.png") as eleven, Image.open(tmp_path / "ten.png") as ten:
             assert (eleven.width, ten.width) == (1440, 900), draw.__name__
+
+
+def test_the_heatmaps_title_is_not_cut_at_the_figures_edges(tmp_path: Path) -> None:
+    """Two narrow panels under the long default title (the published page's figure lost both ends
+    of it): no ink in the outermost pixel columns of the title band."""
+    from PIL import Image
+
+    from nmtlib.report import figures
+
+    rng = np.random.default_rng(0)
+    src, tgt = [["Ein", "Mann", "läuft", "."]] * 2, [["A", "man", "runs", "."]] * 2
+    matrices = {"global-feed": {i: rng.dirichlet(np.ones(4), size=5) for i in (0, 1)}}
+    path = tmp_path / "heatmaps.png"
+    figures.attention_heatmaps(matrices, src, tgt, [0, 1], path)
+    with Image.open(path) as im:
+        grey = np.asarray(im.convert("L"), dtype=float)
+    band = grey[: grey.shape[0] // 6]  # the title sits above the panels
+    assert band[:, :3].min() > 200 and band[:, -3:].min() > 200

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -196,7 +197,10 @@ def attention_heatmaps(
             ax.set_ylabel(ylabel if c == 0 else "")
             ax.set_xlabel("source word" if r == len(names) - 1 else "")
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight a_t(s)")
-    fig.suptitle(title)
+    # wrapped to the figure's width: a title wider than two narrow panels is cut at both edges
+    size = plt.rcParams["figure.titlesize"]
+    points = matplotlib.font_manager.FontProperties(size=size).get_size_in_points()
+    fig.suptitle(textwrap.fill(title, max(20, int(fig.get_figwidth() * 72 / (0.6 * points)))), fontsize=size)
     _save(fig, path, tight=False)
 
 
