@@ -541,3 +541,25 @@ def test_the_heatmaps_title_is_not_cut_at_the_figures_edges(tmp_path: Path) -> N
         grey = np.asarray(im.convert("L"), dtype=float)
     band = grey[: grey.shape[0] // 6]  # the title sits above the panels
     assert band[:, :3].min() > 200 and band[:, -3:].min() > 200
+
+
+def test_vision_spans_draw_one_global_line_of_the_flexible_variants_architecture(report, tmp_path: Path) -> None:
+    """Every global variant's window is the source length: one line of them, Shu's own baseline
+    (the Flexible variants' architecture) before Luong's, and only one that has translations."""
+    import dataclasses
+    import shutil
+
+    spec, _, _ = report
+    layout = spec.layout
+    variants = {"luong-global-2": spec.variants["global-feed"],
+                "shu-global": {**spec.variants["global-feed"], "model": {**spec.variants["global-feed"]["model"], "arch": "shu"}},
+                **spec.variants}
+    settings = {"luong-global-2": spec.settings["global-feed"], "shu-global": spec.settings["global-feed"],
+                **spec.settings}
+    wider = dataclasses.replace(spec, variants=variants, settings=settings)
+    labels = lambda: [s["label"] for s in collect.vision_spans(wider)["series"]]  # noqa: E731
+    # shu-global has no translations yet: the first global variant that has them
+    shutil.copytree(layout.translations_dir() / "global-feed", layout.translations_dir() / "luong-global-2")
+    assert labels() == ["luong-global-2 (global, τ=∞)", "flex (flexible, τ=1.2)", "flex-ft (flexible, τ=1.2)"]
+    shutil.copytree(layout.translations_dir() / "global-feed", layout.translations_dir() / "shu-global")
+    assert labels()[0] == "shu-global (global, τ=∞)" and len(labels()) == 3

@@ -314,3 +314,28 @@ def test_captions_say_what_each_number_is(every_table, table):
     assert [n for n in named if not fnmatch.filter(header, n)] == [], "the caption names columns the table lacks"
     assert [c for c in header if numbers(c) and not any(fnmatch.fnmatch(c, n) for n in named)] == []
 
+
+
+def test_the_window_figure_sets_flexible_attention_beside_its_own_architectures_baselines(tmp_path: Path,
+                                                                                          drawn) -> None:
+    """Shu's Fig. 3 compares Flexible Attention with his own global and local baselines; a complete
+    experiment has a dozen of Luong's variants too. With a Shu-architecture baseline decoded, only
+    it is marked; without one, every attentional variant is (the unit experiment's global-feed,
+    rnnsearch and local-p)."""
+    import dataclasses
+
+    spec = make_experiment(tmp_path / "results")
+
+    def marked(s) -> list[str]:
+        figures.window_tradeoff(collect.window_points(s), collect.mean_source_length(s), tmp_path / "w.png")
+        return [line.get_label() for line in drawn["w"].get_lines() if line.get_linestyle() == "None"]
+
+    assert sorted(marked(spec)) == ["global-feed (global)", "local-p (local-p)", "rnnsearch (rnnsearch)"]
+    shu_global = {**spec.variants["global-feed"], "model": {**spec.variants["global-feed"]["model"], "arch": "shu"}}
+    wider = dataclasses.replace(spec, variants={**spec.variants, "shu-global": shu_global},
+                                settings={**spec.settings, "shu-global": spec.settings["global-feed"]})
+    layout = spec.layout
+    shutil.copytree(layout.translations_dir() / "global-feed", layout.translations_dir() / "shu-global")
+    scores = layout.scores("global-feed", "seed1", "x").parent.parent
+    shutil.copytree(scores, scores.parent / "shu-global")
+    assert marked(wider) == ["shu-global (global)"]

@@ -416,7 +416,7 @@ def window_points(spec: ExperimentSpec) -> pd.DataFrame:
     replacement: Shu & Nakayama replace nothing. The window is
     :func:`nmtlib.metrics.window.mean_window`.
     """
-    columns = ["variant", "attention", "gated", "setting", "tau", "avg_window", "bleu_before_unk_replace", "runs"]
+    columns = ["variant", "attention", "arch", "gated", "setting", "tau", "avg_window", "bleu_before_unk_replace", "runs"]
     tr = translation_rows(spec)
     if tr.empty:
         return pd.DataFrame(columns=columns)
@@ -427,6 +427,7 @@ def window_points(spec: ExperimentSpec) -> pd.DataFrame:
             if t.empty:
                 continue
             rows.append({"variant": name, "attention": attention_label(spec.variants[name]),
+                         "arch": spec.variants[name]["model"]["arch"],
                          "gated": gated(spec.variants[name]), "setting": setting, "tau": parse_tau(setting),
                          "avg_window": _mean(t, "avg_window"),
                          "bleu_before_unk_replace": _mean(t, "bleu_before_unk_replace"), "runs": len(t)})
@@ -445,7 +446,9 @@ SHU_TAU = 1.2
 def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
     """Shu Fig. 4 inputs: ``window_per_step`` of the longest test sentences, first seed.
 
-    Series: every global-attention variant at τ = ∞ and every variant of a gated mechanism
+    Series: one global-attention variant at τ = ∞ (its window is the source length, whichever
+    variant it is: the one of the Flexible variants' architecture where there is one, Shu's own
+    baseline, else the first that has translations) and every variant of a gated mechanism
     (:func:`gated`: Flexible Attention) at the decoded τ nearest to 1.2 (Shu's choice). Returns
     ``{"sentences": [(id, src words)], "series": [{"label", "attention", "gated", "spans": {id: [window
     per step]}}], "missing": why-or-None}``.
@@ -458,15 +461,21 @@ def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
         return {"sentences": [], "series": [], "missing": f"no test source ({Layout(Path()).data('test', 'src')})"}
     ids = sorted(range(len(src)), key=lambda i: (-len(src[i]), i))[:count]
     series = []
-    candidates = [(n, None) for n, v in spec.variants.items() if attention_label(v) == "global"]
+    arch = spec.variants[flexible[0]]["model"]["arch"]
+    candidates = sorted(((n, None) for n, v in spec.variants.items() if attention_label(v) == "global"),
+                        key=lambda c: spec.variants[c[0]]["model"]["arch"] != arch)
     for n in flexible:
         taus = [parse_tau(s) for s in spec.settings[n] if parse_tau(s) is not None]
         candidates.append((n, min(taus, key=lambda t: abs(t - SHU_TAU)) if taus else None))
+    have_global = False
     for name, tau in candidates:
+        if have_global and not gated(spec.variants[name]):
+            continue
         setting = next(s for s in spec.settings[name] if parse_tau(s) == tau)
         details = translation_details(spec, name, f"seed{spec.seeds_of(name)[0]}", setting)
         if not details or "window_per_step" not in details[0]:
             continue
+        have_global = have_global or not gated(spec.variants[name])
         by_id = {d["id"]: d["window_per_step"] for d in details}
         label = f"{name} ({attention_label(spec.variants[name])}, τ={'∞' if tau is None else f'{tau:g}'})"
         series.append({"label": label, "attention": attention_label(spec.variants[name]),

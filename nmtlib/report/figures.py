@@ -207,7 +207,9 @@ def attention_heatmaps(
 def window_tradeoff(points: pd.DataFrame, mean_src_len: float | None, path: Path,
                     title: str = "Window of vision span vs BLEU over τ (Shu & Nakayama 2017, Fig. 3)") -> None:
     """One point per τ setting of each variant of a gated mechanism (``gated``: Flexible Attention;
-    a line per variant, labelled with τ), other attentional variants as single markers, and the mean test source length as a
+    a line per variant, labelled with τ), other attentional variants as single markers (those of
+    the Flexible variants' architecture where there are any: Shu's own baselines, as in the
+    paper's figure; else every one), and the mean test source length as a
     vertical reference line: global attention scores every source word, so its window (a mean
     over sentences, :func:`nmtlib.metrics.window.mean_window`) lies on that line. BLEU is of the
     raw output, before unknown-word replacement (Shu & Nakayama replace nothing)."""
@@ -228,6 +230,9 @@ def window_tradeoff(points: pd.DataFrame, mean_src_len: float | None, path: Path
             ax.annotate(f"τ={tau}", (p["avg_window"], p[bleu]), textcoords="offset points",
                         xytext=(4, 5 if k % 2 == 0 else -11), fontsize=7, color=line.get_color())
     others = points[~gated & (points["attention"] != "none")]
+    if "arch" in points:
+        same = others[others["arch"].isin(set(points.loc[gated, "arch"]))]
+        others = same if not same.empty else others
     for _, p in others.iterrows():
         ax.plot([p["avg_window"]], [p[bleu]], linestyle="none", marker=markers.get(p["attention"], "o"),
                 markersize=8, label=f"{p['variant']} ({p['attention']})")

@@ -455,14 +455,16 @@ FIGURES: dict[str, PaperFigure] = {f.name: f for f in (
         hypothesis, averaged per sentence, then over sentences), y tokenized test BLEU (0–100) of the raw
         output, before any unknown-word replacement. One point per τ setting of each Flexible Attention
         variant (mean over seeds; τ = ∞ computes every score), other attentional variants as single
-        markers, and the mean test source length as a dashed line (where global attention lies). Points to
+        markers (those of the Flexible variants' architecture, Shu's own baselines, where the experiment
+        has any), and the mean test source length as a dashed line (where global attention lies). Points to
         the left look at fewer source words: the curve shows the BLEU a narrower vision span costs. An
         experiment without a Flexible Attention variant shows a "not in this experiment" panel."""),
     PaperFigure(
         "vision_span", SHU, "Fig. 4", "Vision span per step", "vision span per step", """
         for the longest test sentences, the number of source words whose attention score is computed at
         each target step (mean over the live beam hypotheses, first seed): global attention (every source
-        word: dashed, on the dotted source-length line) and each Flexible Attention variant at the decoded
+        word: dashed, on the dotted source-length line; one global variant, of the Flexible variants'
+        architecture where there is one) and each Flexible Attention variant at the decoded
         τ nearest 1.2. Flexible Attention should look at the whole sentence only occasionally. An
         experiment without a Flexible Attention variant shows a "not in this experiment" panel."""),
 )}
