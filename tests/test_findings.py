@@ -242,3 +242,20 @@ def test_metric_column_names_the_bleu_variant(findings):
     assert _claim(findings, "RNNsearch's gain over RNNencdec").metric == (
         "gain in test BLEU before unk replacement, long half − short half")
     assert _claim(findings, "Flexible Attention at τ = 1.2 computes").metric == "window (A vs B: change %)"
+
+
+def test_a_variant_of_one_seed_is_compared_with_the_experiments_seed_spread(tmp_path):
+    """local-p and global-feed trained once, with the same translations: the test sentences alone
+    give the interval [0, 0], as if a second training run would score the same. The experiment's
+    variants of two seeds (base 10 and 12, the rest alike) say it would not: their spread, pooled,
+    widens the interval around 0, and the claim is inconclusive. With one seed throughout there
+    is nothing to pool, and the interval stays the bootstrap's."""
+    spec = make_experiment(tmp_path / "results")
+    with_translations(tmp_path / "results", {"local-p": TGT, "global-feed": TGT})
+    claim = "local-p attention (general) is at least as good"
+    spec.variant_seeds.update({"local-p": [1], "global-feed": [1]})
+    r = _claim(findings_table(spec), claim)
+    assert r.ours_diff == 0 and r.ci_low < -0.5 and r.ci_high > 0.5 and r.verdict == INCONCLUSIVE
+    spec.variant_seeds.update({name: [1] for name in spec.variants})
+    r = _claim(findings_table(spec), claim)
+    assert (r.ci_low, r.ci_high) == (0.0, 0.0)

@@ -53,7 +53,8 @@ from nmtlib.report.collect import (ExperimentSpec, Ours, attention_label, data_d
 from nmtlib.report.metrics import METRICS, RunFiles, companion, metrics_in, reference_lines
 from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperRow, PaperTable
 from nmtlib.report.significance import (FAILS, HOLDS, INCONCLUSIVE, METHOD, NO_VERDICT, UNTESTED, VERDICTS,
-                                        Criterion, Interval, Sample, Statistic, compare, resample_indices, verdict)
+                                        Criterion, Interval, Pooled, Sample, Statistic, compare, pooled_seed_variance,
+                                        resample_indices, verdict)
 from nmtlib.report.tables import TableHtml, assignments, smoke_header, write_table
 
 #: the registered metrics the claims compare (:data:`nmtlib.report.metrics.METRICS`)
@@ -140,6 +141,7 @@ class _Context:
         self.refs = reference_lines(spec.layout)
         self.idx = resample_indices(len(self.refs)) if self.refs else None
         self._samples: dict[tuple, Sample | None] = {}
+        self._pooled: dict[str, Pooled | None] = {}
 
     def mapped_to(self, table: PaperTable, key: str) -> str | None:
         names = self.mapped.get(table.name, {}).get(key) or []
@@ -204,8 +206,22 @@ class _Context:
         same = a.name == b.name or self.spec.variants.get(a.name, {}).get("finetune_from") == b.name
         return same and self.spec.runs(a.name) == self.spec.runs(b.name)
 
+    def pooled(self, name: str, metric: str) -> Pooled | None:
+        """The seed variance a one-seed side ``name`` takes on ``metric``: pooled over the
+        experiment's variants with several seeds (their scored runs at τ = ∞); None for an ensemble,
+        whose spread is not a single model's."""
+        if name in self.spec.ensembles:
+            return None
+        if metric not in self._pooled:
+            groups = [list(self.ours.per_run(n, metric).values()) for n in self.spec.variants
+                      if len(self.spec.runs(n)) > 1]
+            self._pooled[metric] = pooled_seed_variance(groups)
+        return self._pooled[metric]
+
     def interval(self, a: Side, b: Side, metric_a: str, metric_b: str, relative: bool = False) -> Interval | None:
-        return compare(self.samples(a, metric_a), self.samples(b, metric_b), self.paired(a, b), relative)
+        paired = self.paired(a, b)
+        pooled = (None, None) if paired or relative else (self.pooled(a.name, metric_a), self.pooled(b.name, metric_b))
+        return compare(self.samples(a, metric_a), self.samples(b, metric_b), paired, relative, pooled)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,11 @@ between our difference and the truth it estimates:
   standard error of the difference of the seed means is ``sqrt(sd_A²/n_A + sd_B²/n_B)`` (A and
   B the same model decoded or scored two ways, paired by seed: ``sd(A_k − B_k)/sqrt(n)``), with
   Welch–Satterthwaite degrees of freedom. It enters as Student-t noise of that scale added to each
-  resampled difference (a Monte Carlo convolution of the two sources, :data:`SEED` + 1).
+  resampled difference (a Monte Carlo convolution of the two sources, :data:`SEED` + 1). A side of
+  one seed has a spread too, which one run cannot show: it takes the seed variance pooled over the
+  experiment's variants that have several seeds (:func:`pooled_seed_variance`, their degrees of
+  freedom summed), so that a variant trained once is not compared as if retraining it changed
+  nothing. Only an experiment of one seed throughout has no seed term.
 
 The **95% interval** is sacreBLEU's percentile interval of the combined resampled differences (the
 25th and the 975th of 1,000 sorted, :func:`sacrebleu.significance.estimate_ci`'s indices) and the
@@ -35,7 +39,7 @@ The verdict (:func:`verdict`) reads the interval against the claim's criterion.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,8 +125,23 @@ def _diff(a: float | np.ndarray, b: float | np.ndarray, relative: bool) -> float
     return 100 * (a - b) / b if relative else a - b
 
 
-def _seed_term(a: Sequence[float], b: Sequence[float], paired: bool, relative: bool) -> tuple[float, float] | None:
-    """(standard error, degrees of freedom) of the difference of the seed means; None without spread."""
+#: a seed variance and its degrees of freedom (:func:`pooled_seed_variance`)
+Pooled = tuple[float, float]
+
+
+def pooled_seed_variance(groups: Iterable[Sequence[float]]) -> Pooled | None:
+    """The seeds' variance pooled over groups of runs (one group: the seeds of one variant), each
+    group's sample variance weighted by its degrees of freedom: ``(Σ (n_g − 1) s_g², Σ (n_g − 1))``
+    divided as usual; None where no group has two runs."""
+    parts = [(len(g) - 1, float(np.var(g, ddof=1))) for g in map(list, groups) if len(g) > 1]
+    df = sum(k for k, _ in parts)
+    return (sum(k * v for k, v in parts) / df, float(df)) if df else None
+
+
+def _seed_term(a: Sequence[float], b: Sequence[float], paired: bool, relative: bool,
+               pooled: tuple[Pooled | None, Pooled | None] = (None, None)) -> tuple[float, float] | None:
+    """(standard error, degrees of freedom) of the difference of the seed means; None without spread.
+    A side of one run (unpaired) takes its seed variance from ``pooled`` (A's, B's) where given."""
     if paired:
         d = [_diff(x, y, relative) for x, y in zip(a, b)]
         if len(d) < 2:
@@ -131,7 +150,8 @@ def _seed_term(a: Sequence[float], b: Sequence[float], paired: bool, relative: b
         return (se, len(d) - 1.0) if se > 0 else None
     if relative:
         raise ValueError("a relative comparison needs runs paired by seed")
-    parts = [(float(np.var(x, ddof=1)) / len(x), len(x) - 1.0) for x in (a, b) if len(x) > 1]
+    parts = [(float(np.var(x, ddof=1)) / len(x), len(x) - 1.0) if len(x) > 1 else spread
+             for x, spread in zip((a, b), pooled) if len(x) > 1 or (len(x) == 1 and spread is not None)]
     var = sum(v for v, _ in parts)
     if var <= 0:
         return None
@@ -139,13 +159,16 @@ def _seed_term(a: Sequence[float], b: Sequence[float], paired: bool, relative: b
     return math.sqrt(var), df
 
 
-def compare(a: Sequence[Sample], b: Sequence[Sample], paired: bool = False, relative: bool = False) -> Interval | None:
+def compare(a: Sequence[Sample], b: Sequence[Sample], paired: bool = False, relative: bool = False,
+            pooled: tuple[Pooled | None, Pooled | None] = (None, None)) -> Interval | None:
     """The interval of mean(A) − mean(B) over the runs of each side (``relative``: 100 (A − B) / B),
     from the resampled test sentences and the seeds' spread (see the module docstring).
 
     ``paired``: A's and B's runs are the same seeds of one model (or of a model and its fine-tuned
-    stage), in the same order. Runs without resamples (perplexity) give the seed term alone; None
-    when there is neither (one run per side and no resamples).
+    stage), in the same order. ``pooled``: (A's, B's) seed variance where that side has one run
+    (:func:`pooled_seed_variance` over the experiment's variants that have several): one run says
+    nothing of its own spread, but it has one. Runs without resamples (perplexity) give the seed
+    term alone; None when there is neither (one run per side, no resamples, nothing pooled).
     """
     if not a or not b:
         return None
@@ -156,7 +179,7 @@ def compare(a: Sequence[Sample], b: Sequence[Sample], paired: bool = False, rela
                         relative)
     else:
         samples = np.full(SAMPLES, observed)
-    seed = _seed_term([s.full for s in a], [s.full for s in b], paired, relative)
+    seed = _seed_term([s.full for s in a], [s.full for s in b], paired, relative, pooled)
     if seed is not None:
         se, df = seed
         samples = samples + se * np.random.default_rng(SEED + 1).standard_t(df, SAMPLES)
@@ -218,7 +241,8 @@ METHOD = (
     "the metric's own sacreBLEU implementation: BLEU without tokenizer or smoothing on the tokenized text, as "
     "multi-bleu.perl; chrF; the window as a mean over sentences); where a side has several seeds, each resample "
     "averages its seeds, and the seeds' spread enters as Student-t noise with the standard error of the difference "
-    "of the seed means (Welch; paired by seed for one model scored two ways). A verdict holds when the criterion is "
+    "of the seed means (Welch; paired by seed for one model scored two ways); a side of one seed takes the seed "
+    "variance pooled over the experiment's variants that have several, where there are any. A verdict holds when the criterion is "
     "met and the interval lies beyond 0 on the paper's side (for 'as good as', above the allowed loss); it does not "
     "hold when the whole interval is on the other side of the criterion's bound; otherwise it is inconclusive. "
     f"Models stopped by train.max_steps give '{NO_VERDICT}'."
