@@ -460,26 +460,28 @@ def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
     if not src:
         return {"sentences": [], "series": [], "missing": f"no test source ({Layout(Path()).data('test', 'src')})"}
     ids = sorted(range(len(src)), key=lambda i: (-len(src[i]), i))[:count]
-    series = []
-    arch = spec.variants[flexible[0]]["model"]["arch"]
-    candidates = sorted(((n, None) for n, v in spec.variants.items() if attention_label(v) == "global"),
-                        key=lambda c: spec.variants[c[0]]["model"]["arch"] != arch)
-    for n in flexible:
-        taus = [parse_tau(s) for s in spec.settings[n] if parse_tau(s) is not None]
-        candidates.append((n, min(taus, key=lambda t: abs(t - SHU_TAU)) if taus else None))
-    have_global = False
-    for name, tau in candidates:
-        if have_global and not gated(spec.variants[name]):
-            continue
+
+    def one(name: str, tau: float | None) -> dict[str, Any] | None:
+        """``name``'s series at ``tau``, or None where its first seed has no per-step windows."""
         setting = next(s for s in spec.settings[name] if parse_tau(s) == tau)
         details = translation_details(spec, name, f"seed{spec.seeds_of(name)[0]}", setting)
         if not details or "window_per_step" not in details[0]:
-            continue
-        have_global = have_global or not gated(spec.variants[name])
+            return None
         by_id = {d["id"]: d["window_per_step"] for d in details}
         label = f"{name} ({attention_label(spec.variants[name])}, τ={'∞' if tau is None else f'{tau:g}'})"
-        series.append({"label": label, "attention": attention_label(spec.variants[name]),
-                       "gated": gated(spec.variants[name]), "spans": {i: by_id.get(i, []) for i in ids}})
+        return {"label": label, "attention": attention_label(spec.variants[name]),
+                "gated": gated(spec.variants[name]), "spans": {i: by_id.get(i, []) for i in ids}}
+
+    arch = spec.variants[flexible[0]]["model"]["arch"]
+    globals_ = sorted((n for n, v in spec.variants.items() if attention_label(v) == "global"),
+                      key=lambda n: spec.variants[n]["model"]["arch"] != arch)
+    first_global = next((s for n in globals_ if (s := one(n, None)) is not None), None)
+    series = [] if first_global is None else [first_global]
+    for n in flexible:
+        taus = [parse_tau(s) for s in spec.settings[n] if parse_tau(s) is not None]
+        found = one(n, min(taus, key=lambda t: abs(t - SHU_TAU)) if taus else None)
+        if found is not None:
+            series.append(found)
     if not any(s["gated"] for s in series):
         details = Layout(Path()).translation("<variant>", "<run>", "*", DETAILS)
         return {"sentences": [], "series": [], "missing": "no per-step windows of a Flexible Attention translation "

@@ -230,9 +230,8 @@ def window_tradeoff(points: pd.DataFrame, mean_src_len: float | None, path: Path
             ax.annotate(f"τ={tau}", (p["avg_window"], p[bleu]), textcoords="offset points",
                         xytext=(4, 5 if k % 2 == 0 else -11), fontsize=7, color=line.get_color())
     others = points[~gated & (points["attention"] != "none")]
-    if "arch" in points:
-        same = others[others["arch"].isin(set(points.loc[gated, "arch"]))]
-        others = same if not same.empty else others
+    same = others[others["arch"].isin(set(points.loc[gated, "arch"]))]
+    others = same if not same.empty else others
     for _, p in others.iterrows():
         ax.plot([p["avg_window"]], [p[bleu]], linestyle="none", marker=markers.get(p["attention"], "o"),
                 markersize=8, label=f"{p['variant']} ({p['attention']})")
