@@ -63,6 +63,7 @@ def train_command(tree: Path, spec: dict, seed: int, results: Path, preprocess: 
 def main(argv: list[str] | None = None) -> int:
     import torch
 
+    from nmtlib import checkpoint
     from nmtlib.workflow_config import load_experiment, preprocess_record, variant_spec
 
     args = parse_args(argv)
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                     return 2
             finally:
                 subprocess.run(["git", "-C", str(args.repo), "worktree", "remove", "--force", str(tree)], check=True)
-            models[label] = torch.load(out / "model.pt", map_location="cpu", weights_only=True)
+            models[label] = checkpoint.load(out / "model.pt")
             print(f"{label} {commit}: step {models[label]['step']}, dev ppl {models[label]['dev_ppl']:.6f}")
         old, new = models["old"]["model"], models["new"]["model"]
         if old.keys() != new.keys():
