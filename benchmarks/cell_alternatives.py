@@ -19,7 +19,8 @@ The alternatives, each exact in its arithmetic (only the rounding order differs)
 - ``compiled cell``: the products and gates compiled together.
 
 Each alternative's weight gradient is compared with ``lstm_cell``'s (relative Frobenius distance):
-they differ by bf16 rounding only.
+they differ by bf16 rounding only. Last, what a dropout mask of one step's (B, H) costs: the
+``bernoulli_`` that ``F.dropout`` draws against a ``uniform_`` draw.
 """
 
 from __future__ import annotations
@@ -167,6 +168,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{bc.clock_name()} clock, ms per pass, {args.rounds} rounds\n")
     print(bc.markdown_table(["alternative", "ms per pass, by round", "speed vs lstm_cell",
                              "weight gradient vs lstm_cell (rel.)", "first call, s"], rows))
+    x, reps = torch.empty(args.batch, args.hidden), 2000
+    for name, draw in (("bernoulli_(0.8)", lambda: x.bernoulli_(0.8)), ("uniform_()", lambda: x.uniform_())):
+        t0 = bc.timer()
+        for _ in range(reps):
+            draw()
+        us = 1e6 * (bc.timer() - t0) / reps
+        print(f"dropout mask, {name} on ({args.batch}, {args.hidden}): {us:.0f} µs")
+        results.append({"dropout_mask": name, "us": us})
     bc.finish(Path(args.json) if args.json else None, info, results)
     return 0
 
