@@ -90,6 +90,27 @@ def test_chrf_is_sacrebleus_on_the_translations(tmp_path: Path) -> None:
         "local-p-general", "ours_chrf_before_unk_replace"] == pytest.approx(before, abs=1e-4)
 
 
+def test_unknown_words_reach_the_summary_and_the_unk_claim(tmp_path: Path) -> None:
+    """What unknown-word replacement had to work with: the share of unknown words in the output and
+    of those replaced by a reference word, in the summary and in the unk claim's note."""
+    spec = make_experiment(tmp_path / "results")
+    words = [t.split() for t in TGT]  # 43 words in 6 sentences
+    # local-p (the unk claim's model): the first word of every sentence unknown; replacement gives
+    # it back in sentences 1-3 and puts "zz", no reference word, in 4-6
+    raw = [" ".join(["<unk>", *w[1:]]) for w in words]
+    replaced = [" ".join([w[0] if k < 3 else "zz", *w[1:]]) for k, w in enumerate(words)]
+    for seed in ("seed1", "seed2"):
+        write_translation(tmp_path / "results", "local-p", seed, raw, replaced)
+    tables, _ = run_report(spec, tmp_path / "out")
+    summary = pd.read_csv(tables / "summary.csv").set_index("variant")
+    assert summary.loc["local-p", "unk_words"] == pytest.approx(100 * 6 / 43, abs=1e-4)
+    assert summary.loc["local-p", "unk_replaced_in_reference"] == 50.0
+    assert pd.isna(summary.loc["base", "unk_words"])  # no translation: no value
+    findings = pd.read_csv(tables / "findings.csv")
+    note = findings.loc[findings["claim"].str.startswith("Unknown-word replacement"), "note"].iloc[0]
+    assert "13.95% of the output words are unknown, 50% of them replaced by a word of the sentence's reference" in note
+
+
 def test_no_mechanism_name_in_the_report() -> None:
     """The report's special cases for Flexible Attention key on the gated capability it declares."""
     for path in (ROOT / "nmtlib" / "report").glob("*.py"):

@@ -122,3 +122,26 @@ def test_empty_lists_are_refused_by_the_library() -> None:
     for score in (detok_bleu, corpus_ribes):
         with pytest.raises(MetricInputError, match="no segment to score"):
             score([], [])
+
+
+def test_unknown_words_counts_the_symbol_and_its_replacements() -> None:
+    from nmtlib.metrics.unknowns import unknown_words
+
+    decoded = ["a <unk> c <unk>", "<unk> b", "x y z", "<unk>"]
+    # sentence 1: 'b' is in its reference, 'q' is not; sentence 2: 'k' is not; sentence 4: a
+    # dictionary entry of two words, so its replacement cannot be read back by position
+    replaced = ["a b c q", "k b", "x y z", "two words"]
+    refs = ["a b c d", "a b", "x y", "two words"]
+    counts = unknown_words(decoded, replaced, refs, "<unk>")
+    # 4 + 2 + 3 + 1 = 10 words, 4 of them unknown; 3 read back, 1 of those a reference word
+    assert (counts.words, counts.unknown, counts.compared, counts.in_reference) == (10, 4, 3, 1)
+    assert counts.unknown_percent == 40.0 and counts.in_reference_percent == pytest.approx(100 / 3)
+    none = unknown_words(["x y"], ["x y"], ["x"], "<unk>")
+    assert none.unknown_percent == 0.0 and none.in_reference_percent is None
+
+
+def test_unknown_words_needs_parallel_texts() -> None:
+    from nmtlib.metrics.unknowns import unknown_words
+
+    with pytest.raises(MetricInputError, match="the reference has 1 lines"):
+        unknown_words(["a", "b"], ["a", "b"], ["a"], "<unk>")

@@ -339,7 +339,8 @@ def test_summary_rule(report) -> None:
     # every metric column names its data (dev/test) and its variant (before/after replacement, AER convention);
     # with two seeds each is followed by its standard deviation over them
     metrics = ["dev_ppl", "test_ppl", "bleu_before_unk_replace", "bleu_after_unk_replace", "chrf_before_unk_replace",
-               "chrf_after_unk_replace", "bleu_no_unk_sentences", "sacrebleu_after_unk_replace",
+               "chrf_after_unk_replace", "bleu_no_unk_sentences", "unk_words", "unk_replaced_in_reference",
+               "sacrebleu_after_unk_replace",
                "ribes_before_unk_replace", "ribes_after_unk_replace", "aer_fn14", "aer_predicted_word", "avg_window",
                "time_ms"]
     assert list(df.columns) == ["variant", "attention", "score", "input_feed", "arch", "precision", "setting", "runs",

@@ -4,7 +4,8 @@
   detokenized BLEU with sacreBLEU (``13a``);
 - :mod:`nmtlib.metrics.ribes`: RIBES equal to NTT's ``RIBES.py`` 1.02.4;
 - :mod:`nmtlib.metrics.aer`: alignment error rate as lilt's ``aer.py --oneRef``;
-- :mod:`nmtlib.metrics.perplexity` and :mod:`nmtlib.metrics.buckets` (BLEU per source length).
+- :mod:`nmtlib.metrics.perplexity` and :mod:`nmtlib.metrics.buckets` (BLEU per source length);
+- :mod:`nmtlib.metrics.unknowns`: what unknown-word replacement had to work with.
 
 Every score is an object with ``to_dict()`` (what the CLI prints as JSON) and ``format()``
 (the reference tool's own output line), as in sacreBLEU. This package only holds the shared

@@ -59,6 +59,8 @@ from nmtlib.report.tables import TableHtml, assignments, smoke_header, write_tab
 
 #: the registered metrics the claims compare (:data:`nmtlib.report.metrics.METRICS`)
 BLEU, BLEU_UNK, PPL, WINDOW = "bleu_before_unk_replace", "bleu_after_unk_replace", "test_ppl", "avg_window"
+#: what unknown-word replacement had to work with (:mod:`nmtlib.metrics.unknowns`), in the unk claim's note
+UNK_WORDS, UNK_HITS = "unk_words", "unk_replaced_in_reference"
 
 #: "A ≫ B" claims hold when A gains at least this many BLEU points
 LARGE_GAIN = 2.0
@@ -387,9 +389,20 @@ def _unk_replacement(ctx: _Context) -> Iterator[dict[str, Any]]:
                    Missing(NO_UNK_REPLACE, f"{name} is decoded with decode.unk_replace: false"))
         return
     a = Side(name, metric=BLEU_UNK) if name else None
-    note = "; ".join(x for x in ("A: after replacement, B: before, the same translation", note) if x)
+    note = "; ".join(x for x in ("A: after replacement, B: before, the same translation", _unknowns(ctx, name), note)
+                     if x)
     yield _row(ctx, claim, LUONG_TABLE1.citation, a, Side(name) if name else None, pa.values["bleu"],
                pb.values["bleu"], BETTER, Missing(NO_VARIANT, "needs an attentional variant"), note)
+
+
+def _unknowns(ctx: _Context, name: str | None) -> str:
+    """What replacement had to work with in ``name``'s output (means over its runs), or ""."""
+    unknown = ctx.ours.value(name, UNK_WORDS) if name else None
+    if unknown is None:
+        return ""
+    hits = ctx.ours.value(name, UNK_HITS)
+    replaced = "" if hits is None else f", {hits:.0f}% of them replaced by a word of the sentence's reference"
+    return f"{unknown:.2f}% of the output words are unknown{replaced}"
 
 
 def _ensembles(ctx: _Context) -> Iterator[dict[str, Any]]:

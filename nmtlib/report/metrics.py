@@ -29,8 +29,10 @@ from sacrebleu.metrics.base import Metric as SacreMetric
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
+from nmtlib.data.vocab import UNK
 from nmtlib.files import read_lines
 from nmtlib.layout import DETAILS, RAW_TEXT, REPLACED_TEXT, Layout
+from nmtlib.metrics.unknowns import UnknownWords, unknown_words
 from nmtlib.metrics.window import sentence_window
 
 #: ``Metric.level``: one value per (variant or ensemble, run, decoding setting), or per (variant, seed)
@@ -83,6 +85,16 @@ class RunFiles:
     def references(self) -> list[str] | None:
         """The tokenized test reference every tokenized score is against (the prepared test split)."""
         return reference_lines(self.layout)
+
+    def unknown_words(self) -> UnknownWords | None:
+        """The translation's unknown words and their replacements (:mod:`nmtlib.metrics.unknowns`),
+        or None where a text is missing or the three are not line-parallel."""
+        def count() -> UnknownWords | None:
+            raw, replaced, refs = self.hypotheses(RAW), self.hypotheses(REPLACED), self.references()
+            if raw is None or replaced is None or refs is None or not len(raw) == len(replaced) == len(refs):
+                return None
+            return unknown_words(raw, replaced, refs, UNK)
+        return self._once("unknown_words", count)
 
 
 def reference_lines(layout: Layout[Path]) -> list[str] | None:
@@ -200,6 +212,7 @@ def chrf_statistics() -> CHRF:
     return CHRF()
 
 
+_NO_WORDS = UnknownWords(0, 0, 0, 0)
 _ALL_PAPER_BLEU = ("luong_table1", "luong_table3", "luong_table4")
 for _metric in (
     Metric("dev_ppl", "dev perplexity", "dev perplexity of the model kept (the epoch of lowest dev perplexity)",
@@ -226,6 +239,13 @@ for _metric in (
     Metric("no_unk_sentences", "test sentences without unknown words",
            "how many test sentences have their source and reference in the vocabularies",
            _from_json(None, "no_unk_sentences"), tables=("bahdanau_table1",), decimals=0),
+    Metric("unk_words", "unknown words in the output (%)",
+           "output words (as decoded) that are the unknown-word symbol, per 100 output words",
+           lambda files: (files.unknown_words() or _NO_WORDS).unknown_percent),
+    Metric("unk_replaced_in_reference", "unknown words replaced by a reference word (%)",
+           "of the unknown words in the output, the share that unknown-word replacement turned into a word "
+           "of the sentence's reference, per 100: the words it can gain on (nmtlib.metrics.unknowns)",
+           lambda files: (files.unknown_words() or _NO_WORDS).in_reference_percent),
     Metric("sacrebleu_after_unk_replace", "test sacreBLEU after unk replacement",
            "sacreBLEU after unknown-word replacement (detokenized where the tokenizer allows)",
            _from_json(None, "sacrebleu", "bleu")),
