@@ -246,6 +246,53 @@ def test_findings_beside_another_experiments(tmp_path: Path) -> None:
     assert len(run.stderr.strip().splitlines()) == 1
 
 
+def test_the_index_sets_every_published_page_and_its_claims_side_by_side(tmp_path: Path) -> None:
+    """docs/results/README.md, rewritten by every publish: one row per page (variants with results,
+    models scored, the best variant, the verdicts counted) and the claims across pages."""
+    import shutil
+
+    root, results = reported_experiment(tmp_path, translations=True)
+    code, out = publish(root, "--title", "Unit, forward")
+    assert code == 0
+    index = out.parent / "README.md"
+    first = index.read_text(encoding="utf-8")
+    assert "[Unit, forward](unit.md)" in first and "unit-back" not in first
+    # a second experiment: a copy whose first tested claim does not hold (−0.5 [−0.9, −0.1])
+    back = root / "results" / "unit-back"
+    shutil.copytree(results, back)
+    findings = pd.read_csv(back / "tables" / "findings.csv")
+    tested = findings[findings["verdict"] != "not tested"]
+    claim = tested.iloc[0]["claim"]
+    i = findings.index[findings["claim"] == claim][0]
+    findings.loc[i, ["ours_diff", "ci_low", "ci_high", "verdict"]] = [-0.5, -0.9, -0.1, "does not hold"]
+    findings.to_csv(back / "tables" / "findings.csv", index=False)
+    assert main(["publish", "--results", str(back), "--out", str(out.parent / "unit-back.md"), "--command", "x",
+                 "--hardware", "y"]) == 0
+    text = index.read_text(encoding="utf-8")
+    table = [[c.strip() for c in line.strip("|").split("|")] for line in text.split("## ")[0].splitlines()
+             if line.startswith("|") and not line.startswith("|:")]
+    assert table[0][:4] == ["page", "variants with results", "models scored", "best variant (test BLEU)"]
+    summary = pd.read_csv(results / "tables" / "summary.csv")
+    single = summary[summary["attention"] != "ensemble"]
+    # flex-ft and base have translations (2 seeds each); flex-ft's are the references themselves: 100 BLEU
+    with_results = int((single["runs"] > 0).sum())
+    ensembles = int(((summary["attention"] == "ensemble") & (summary["runs"] > 0)).sum())
+    assert ensembles == 1  # test_report's ensemble, scored
+    assert table[1][:3] == ["[Unit, forward](unit.md)", f"{with_results} of {len(single)}, 1 ensemble",
+                            str(int(single["runs"].sum()))]
+    assert table[1][3] == "flex-ft: 100.00 ± 0.00 (2 seeds)"
+    verdicts = findings["verdict"].value_counts()
+    assert table[2][0] == "[Reference results: unit-back](unit-back.md)"
+    assert table[2][4].split(" / ")[:2] == [str(verdicts.get("holds", 0)), str(verdicts.get("does not hold", 0))]
+    matrix = [[c.strip() for c in line.strip("|").split("|")] for line in text.split("## The papers' claims")[1]
+              .splitlines() if line.startswith("|") and not line.startswith("|:")]
+    assert matrix[0] == ["claim", "unit", "unit-back"]
+    row = next(r for r in matrix if r[0] == claim)
+    assert row[2] == "does not hold: -0.50 [-0.90, -0.10]"
+    assert row[1].startswith(tested.iloc[0]["verdict"])
+    assert len(matrix) - 1 == len(tested)  # every claim tested by either page, once
+
+
 def test_publish_before_the_report_is_a_one_line_error(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "nmtlib", "publish", "--results", str(tmp_path / "none"),
                           "--out", str(tmp_path / "x.md"), "--command", "c", "--hardware", "h"],

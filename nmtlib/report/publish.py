@@ -19,6 +19,10 @@ built only from what the run wrote:
   file, :meth:`nmtlib.layout.Logs.benchmark`) and whether it resumed (its job log); the figures,
   shrunk to at most :data:`MAX_WIDTH` pixels, each with its caption (:data:`nmtlib.report.paper.FIGURES`).
 
+Every publish rewrites the folder's index (:data:`INDEX`, :func:`results_index`): each page's
+best variant and verdicts counted, then the papers' claims across the pages, read from the CSVs
+beside them.
+
 What the files cannot say — the command that ran and the machine — the caller gives. One list of
 commits: those the models were trained at and the one the tables and this page were written at.
 The page names no path outside the repository (:class:`PathOutsideRepository` otherwise).
@@ -44,10 +48,10 @@ from nmtlib.errors import NmtlibError
 from nmtlib.files import read_lines
 from nmtlib.layout import RAW_TEXT, Layout, Logs
 from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
-from nmtlib.report.findings import CRITERIA, verdict_summary
+from nmtlib.report.findings import CRITERIA, counts, verdict_summary
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
 from nmtlib.report.paper import FIGURES, TABLES
-from nmtlib.report.significance import NO_VERDICT, UNTESTED
+from nmtlib.report.significance import NO_VERDICT, UNTESTED, VERDICTS
 from nmtlib.report.tables import MISSING, rendered_cells
 
 #: width in pixels of the copied figures
@@ -70,6 +74,8 @@ RESCORE_OPTIONS = "-m bleu chrf -tok none -s none -w 2 -f text"
 TRAINING_RULE = "train_model"
 #: the published copy of the test reference and source, beside the translations
 REFERENCE, SOURCE = "reference.txt", "source.txt"
+#: the index of the pages in a folder of pages (:func:`results_index`), rewritten by every publish
+INDEX = "README.md"
 #: what each tokenizer (:data:`nmtlib.data.tokenize.TOKENIZERS`, a test keeps the two in step) makes of
 #: a text, as the page says which tokens its scores count; ``{lang}``: the language
 TOKENIZATION = {
@@ -219,6 +225,77 @@ def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
     else:
         lines += ["None of them tests a claim yet.", ""]
     return lines
+
+
+def results_index(folder: Path) -> Path:
+    """Write ``folder``/:data:`INDEX`: every page published in ``folder`` (a ``<stem>.md`` with its
+    ``<stem>/summary.csv`` and ``<stem>/findings.csv``) in one table, then the papers' claims across
+    them, one column per page: what a reader of several experiments asks first (does a claim hold on
+    every corpus and direction?). Everything is read from the pages' own CSVs and titles."""
+    pages = {}
+    for page in sorted(folder.glob("*.md"), key=lambda p: p.stem):
+        tables = folder / page.stem
+        if page.name != INDEX and (tables / "summary.csv").exists() and (tables / "findings.csv").exists():
+            title = next((line[2:].strip() for line in read_lines(page) if line.startswith("# ")), page.stem)
+            pages[page.stem] = (title, pd.read_csv(tables / "summary.csv"), pd.read_csv(tables / "findings.csv"))
+    shown = [v for v in VERDICTS if v != NO_VERDICT or any(counts(f)[v] for _, _, f in pages.values())]
+    lines = ["# Reference results", "",
+             f"Every page in this folder is one experiment, trained and published with `nmtlib publish`; this index "
+             "is written from the pages' own tables each time one is published. A page says how its models were "
+             "trained, on what machine, at which commits, and gives every test translation.", ""]
+    if not pages:
+        return _write_index(folder, [*lines, "No page is published yet."])
+    rows = []
+    for stem, (title, summary, findings) in pages.items():
+        single = summary[summary["attention"].astype(str) != "ensemble"]
+        runs = pd.to_numeric(single["runs"], errors="coerce").fillna(0)
+        ensembles = summary[(summary["attention"].astype(str) == "ensemble") &
+                            (pd.to_numeric(summary["runs"], errors="coerce").fillna(0) > 0)]
+        bleu = pd.to_numeric(single[PAGE_BLEU], errors="coerce")
+        best = "" if bleu.isna().all() else _best_variant(single.loc[bleu.idxmax()])
+        c = counts(findings)
+        rows.append({"page": f"[{title}]({stem}.md)",
+                     "variants with results": f"{int((runs > 0).sum())} of {len(single)}"
+                                              + (f", {len(ensembles)} ensemble{'s' if len(ensembles) != 1 else ''}"
+                                                 if len(ensembles) else ""),
+                     "models scored": str(int(runs.sum())), "best variant (test BLEU)": best,
+                     f"claims: {' / '.join(shown)}": " / ".join(str(c[v]) for v in shown)})
+    lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), "",
+              "*Best variant*: the highest mean test BLEU over a variant's seeds (tokenized, before unknown-word "
+              "replacement, τ = ∞), ± the standard deviation over them.", ""]
+    claims = list(dict.fromkeys(c for _, _, f in pages.values() for c in f.loc[f["verdict"] != UNTESTED, "claim"]))
+    lines += ["## The papers' claims across experiments", ""]
+    if not claims:
+        return _write_index(folder, [*lines, "No page tests a claim yet."])
+    matrix = []
+    for claim in claims:
+        row = {"claim": claim}
+        for stem, (_, _, findings) in pages.items():
+            found = findings[findings["claim"] == claim]
+            if found.empty or found.iloc[0]["verdict"] == UNTESTED:
+                row[stem] = UNTESTED
+            else:
+                cells = _finding_cells(found.iloc[0])
+                row[stem] = f"{cells['verdict']}: {cells['ours']} {cells['95% interval']}".replace(f" {MISSING}", "")
+        matrix.append(row)
+    lines += ["Each claim that some page tests, and each page's verdict with our difference A − B and its 95% "
+              "interval (window claims in percent). The rows compared, the paper's own difference for that page's "
+              "direction and why a claim is not tested are on each page.", "",
+              pd.DataFrame(matrix).to_markdown(index=False, disable_numparse=True)]
+    return _write_index(folder, lines)
+
+
+def _best_variant(row: pd.Series) -> str:
+    bleu, sd, runs = row[PAGE_BLEU], row.get(f"{PAGE_BLEU}_sd"), int(float(row["runs"]))
+    spread = f" ± {float(sd):.2f}" if sd is not None and not pd.isna(sd) else ""
+    return f"{row['variant']}: {float(bleu):.2f}{spread} ({runs} seed{'s' if runs != 1 else ''})"
+
+
+def _write_index(folder: Path, lines: list[str]) -> Path:
+    path = folder / INDEX
+    with atomic_write(path) as f:
+        f.write("\n".join(lines).rstrip() + "\n")
+    return path
 
 
 def paper_table_section(name: str, df: pd.DataFrame) -> list[str]:
@@ -441,6 +518,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     page = "\n".join(lines).rstrip().replace("{stem}", out.stem) + "\n"
     with atomic_write(out) as f:
         f.write(page)
+    results_index(out.parent)
     return out
 
 
