@@ -151,6 +151,29 @@ def test_translations_decide_the_verdict_with_their_interval(tmp_path):
     assert 0 < r.chrf_ci_low <= r.chrf_diff <= r.chrf_ci_high
 
 
+def test_ribes_is_compared_beside_bleu_sentence_by_sentence(tmp_path):
+    """RIBES, the mean of sentence scores, gets its own difference and interval beside each BLEU
+    comparison, resampling the sentences' RIBES (issue #39: RIBES is what matters for Japanese)."""
+    spec = make_experiment(tmp_path / "results")
+    with_translations(tmp_path / "results", {"local-p": TGT, "global-feed": POOR})
+    # RIBES.py by hand: the references score 1; in POOR the "x" words align to nothing and the rest
+    # stay in order (Kendall's tau 1), so a sentence scores P1 ** 0.25 with P1 = aligned / words,
+    # but the last, "A x", aligns one word against a two-word reference: 0
+    poor = [(4 / 7) ** 0.25, (2 / 3) ** 0.25, (8 / 15) ** 0.25, (3 / 5) ** 0.25, (6 / 11) ** 0.25, 0.0]
+    for name, value in (("local-p", 1.0), ("global-feed", sum(poor) / len(poor))):
+        for seed in ("seed1", "seed2"):
+            path = tmp_path / "results" / "scores" / name / seed / "test.beam5.json"
+            scores = json.loads(path.read_text())
+            scores["ribes"] = scores["ribes_unk"] = value
+            path.write_text(json.dumps(scores))
+    r = _claim(findings_table(spec), "local-p attention (general) is at least as good")
+    assert (r.ribes_a, r.ribes_b) == (1.0, pytest.approx(sum(poor) / len(poor), abs=1e-4))
+    assert r.ribes_diff == pytest.approx(1 - sum(poor) / len(poor), abs=1e-4)
+    # every sentence favours local-p, so every resample does (the p-value, of the difference's spread
+    # around 0, stays above 0.05 here: one sentence's difference is 1, the others' 0.10-0.15)
+    assert 0 < r.ribes_ci_low <= r.ribes_diff <= r.ribes_ci_high <= 1.0 and 0 < r.ribes_p_value < 1
+
+
 def test_the_opposite_direction_does_not_hold(tmp_path):
     spec = make_experiment(tmp_path / "results")
     with_translations(tmp_path / "results", {"local-p": POOR, "global-feed": TGT})

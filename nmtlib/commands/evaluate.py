@@ -85,7 +85,7 @@ def run_translation(args: argparse.Namespace) -> int:
     from nmtlib.metrics import check_parallel
     from nmtlib.metrics.bleu import detok_bleu, tokenized_bleu
     from nmtlib.metrics.buckets import bleu_by_length
-    from nmtlib.metrics.ribes import corpus_ribes
+    from nmtlib.metrics.ribes import SCORED_CASE_SENSITIVE, corpus_ribes
     from nmtlib.metrics.window import mean_window
 
     one_stdin(args)
@@ -102,8 +102,8 @@ def run_translation(args: argparse.Namespace) -> int:
         "bleu": tokenized_bleu(hyps, refs).to_dict(),
         "bleu_unk": tokenized_bleu(hyps_unk, refs).to_dict(),
         # RIBES of the raw output (Shu & Nakayama's protocol: no replacement) and after replacement
-        "ribes": corpus_ribes(hyps, refs, case_sensitive=True).to_dict()["ribes"],
-        "ribes_unk": corpus_ribes(hyps_unk, refs, case_sensitive=True).to_dict()["ribes"],
+        "ribes": corpus_ribes(hyps, refs, case_sensitive=SCORED_CASE_SENSITIVE).to_dict()["ribes"],
+        "ribes_unk": corpus_ribes(hyps_unk, refs, case_sensitive=SCORED_CASE_SENSITIVE).to_dict()["ribes"],
         "bleu_by_length": bleu_by_length(srcs, hyps_unk, refs, width=args.bucket_width),
         "unk_tokens": sum(h.split().count(UNK) for h in hyps),
         # Shu & Nakayama's window: the mean over sentences of each sentence's window

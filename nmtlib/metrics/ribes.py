@@ -49,6 +49,9 @@ from nmtlib.metrics import MetricInputError, check_nonempty, check_parallel, rea
 #: RIBES.py defaults
 ALPHA = 0.25
 BETA = 0.10
+#: how the workflow's scores and the report's intervals count RIBES: case kept (``RIBES.py -c``), as
+#: tokenized BLEU keeps it (the script's default lowercases)
+SCORED_CASE_SENSITIVE = True
 
 _MULTI_WS = re.compile(r"\s+")
 

@@ -22,7 +22,7 @@ deviations (``ours_a_sd``, ``ours_b_sd``). The verdict (``criterion`` states it 
 
 Every BLEU comparison is also made on each other metric family the registry declares for the
 findings (chrF: ``chrf_a``, ``chrf_b``, ``chrf_diff``, ``chrf_ci_low``, ``chrf_ci_high``,
-``chrf_p_value``), on the same texts.
+``chrf_p_value``; RIBES: ``ribes_a``, ...), on the same texts.
 
 Rows are found the way the paper tables find them: through each variant's ``paper_row``
 (:mod:`nmtlib.report.paper`); where no variant names the paper's row, a claim that is about a
@@ -98,7 +98,7 @@ FAMILY_PARTS = ("a", "b", "diff", "ci_low", "ci_high", "p_value")
 
 
 def families() -> list[str]:
-    """The metric families the registry declares for the findings, beside the claims' own metric (chrF)."""
+    """The metric families the registry declares for the findings, beside the claims' own metric (chrF, RIBES)."""
     return list(dict.fromkeys(m.family for m in metrics_in("findings") if m.family))
 
 

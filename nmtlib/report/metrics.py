@@ -32,6 +32,7 @@ from sacrebleu.metrics.chrf import CHRF
 from nmtlib.data.vocab import UNK
 from nmtlib.files import read_lines
 from nmtlib.layout import DETAILS, RAW_TEXT, REPLACED_TEXT, Layout
+from nmtlib.metrics.ribes import SCORED_CASE_SENSITIVE, corpus_ribes
 from nmtlib.metrics.unknowns import UnknownWords, unknown_words
 from nmtlib.metrics.window import sentence_window
 
@@ -202,6 +203,18 @@ def sentence_windows(files: RunFiles) -> list[float] | None:
                                          for d in details]
 
 
+def ribes_sentences(text: str) -> Callable[[RunFiles], list[float] | None]:
+    """Each test sentence's RIBES of a translation's ``text``, as the workflow's score averages them
+    (RIBES is the mean of sentence scores: :mod:`nmtlib.metrics.ribes`), for the findings' bootstrap."""
+    def read(files: RunFiles) -> list[float] | None:
+        hyps, refs = files.hypotheses(text), files.references()
+        if hyps is None or refs is None or len(hyps) != len(refs) or not refs:
+            return None
+        return files._once(("ribes", text), lambda: corpus_ribes(
+            hyps, refs, case_sensitive=SCORED_CASE_SENSITIVE).sentence_scores)
+    return read
+
+
 def tokenized_bleu_statistics() -> BLEU:
     """sacreBLEU's BLEU on tokenized text as ``multi-bleu.perl`` scores it: no tokenizer, no smoothing."""
     return BLEU(tokenize="none", smooth_method="none", force=True)
@@ -250,9 +263,11 @@ for _metric in (
            "sacreBLEU after unknown-word replacement (detokenized where the tokenizer allows)",
            _from_json(None, "sacrebleu", "bleu")),
     Metric("ribes_before_unk_replace", "test RIBES before unk replacement",
-           "RIBES (RIBES.py 1.02.4) before unknown-word replacement", _from_json(None, "ribes"), decimals=3),
+           "RIBES (RIBES.py 1.02.4, case kept) before unknown-word replacement", _from_json(None, "ribes"),
+           tables=("summary", "findings"), decimals=3, family="ribes", text=RAW, sentences=ribes_sentences(RAW)),
     Metric("ribes_after_unk_replace", "test RIBES after unk replacement", "RIBES after unknown-word replacement",
-           _from_json(None, "ribes_unk"), decimals=3),
+           _from_json(None, "ribes_unk"), tables=("summary", "findings"), decimals=3, family="ribes", text=REPLACED,
+           sentences=ribes_sentences(REPLACED)),
     Metric("aer_fn14", "AER (footnote 14)",
            "alignment error rate of forced decoding, Luong et al. 2015's footnote-14 convention (their Table 6 "
            "protocol)", _from_json("aer", "aer"), MODEL, decimals=3),

@@ -193,7 +193,7 @@ def findings_section(findings: pd.DataFrame) -> list[str]:
     rows = [{"claim": r["claim"], **_finding_cells(r)} for _, r in tested.iterrows()]
     lines = [f"Of the papers' claims, {verdict_summary(findings)} by this experiment's variants. *paper* and "
              "*ours* are the difference A − B of the two rows each claim compares (the paper's on its data; the "
-             "window claims in percent); the rows compared, both sides' numbers, the p-values, the chrF "
+             "window claims in percent); the rows compared, both sides' numbers, the p-values, the chrF and RIBES "
              "comparisons and the notes are in [findings.csv]({stem}/findings.csv).", ""]
     if rows:
         lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), ""]
