@@ -99,6 +99,13 @@ def note_input(path: Path | str) -> None:
     _command.read.setdefault(ident, str(path))
 
 
+def _replaced(path: Path, claimed: _Identity | None) -> None:
+    """``path`` is a new file now: the one it replaced, claimed by its (device, inode), is no
+    output of the command any more, and the file system may give its inode to another file."""
+    if _command is not None and claimed is not None and _command.writing.get(claimed) == str(path):
+        del _command.writing[claimed]
+
+
 def claim_outputs(*paths: Path | str) -> None:
     """Refuse any of ``paths`` that the command reads, and note the others as written.
     :func:`atomic_write` claims its file; a command claims its outputs early too, once it has read
@@ -131,8 +138,9 @@ class _OutputFile(io.FileIO):
             raise _write_error(self.target, err) from None
 
 
-#: the renames :func:`outputs_together` holds back: (temporary file, output)
-_held: list[tuple[Path, Path]] | None = None
+#: the renames :func:`outputs_together` holds back: (temporary file, output, the claimed identity of
+#: the file it replaces)
+_held: list[tuple[Path, Path, _Identity | None]] | None = None
 
 
 @contextmanager
@@ -149,18 +157,19 @@ def outputs_together() -> Iterator[None]:
         yield
         held = _held
     except BaseException:
-        for tmp, _ in _held:
+        for tmp, _, _ in _held:
             tmp.unlink(missing_ok=True)
         raise
     finally:
         pending, _held = _held, None
-    for tmp, path in held:
+    for tmp, path, claimed in held:
         try:
             os.replace(tmp, path)
         except OSError as err:
-            for rest, _ in pending:
+            for rest, _, _ in pending:
                 rest.unlink(missing_ok=True)
             raise _write_error(path, err) from None
+        _replaced(path, claimed)
 
 
 def temporary_name(path: Path) -> Path:
@@ -241,6 +250,7 @@ def atomic_write(path: Path | str, *, binary: bool = False) -> Iterator[IO[Any]]
         return
     path = Path(path)
     claim_outputs(path)
+    claimed = _identity(path)
     try:
         if path.parent and not path.parent.is_dir():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -280,12 +290,13 @@ def atomic_write(path: Path | str, *, binary: bool = False) -> Iterator[IO[Any]]
             except OSError as err:
                 raise _write_error(path, err) from None
         if _held is not None:
-            _held.append((tmp, path))
+            _held.append((tmp, path, claimed))
             return
         try:
             os.replace(tmp, path)
         except OSError as err:
             raise _write_error(path, err) from None
+        _replaced(path, claimed)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

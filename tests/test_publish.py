@@ -331,6 +331,32 @@ def test_the_page_says_which_tokens_its_scores_count(tmp_path: Path) -> None:
     assert "Moses-tokenized" not in page
 
 
+def test_a_japanese_pages_findings_show_ribes(tmp_path: Path) -> None:
+    """With Japanese on one side (the model's preprocess record), the findings table gains each
+    comparison's RIBES difference and interval from findings.csv; other pairs' pages do not."""
+    import torch
+
+    root, results = reported_experiment(tmp_path)
+    findings = pd.read_csv(results / "tables" / "findings.csv")
+    tested = findings[findings["verdict"] != "not tested"]
+    first = tested.iloc[0]["claim"]
+    findings.loc[findings["claim"] == first, ["ribes_diff", "ribes_ci_low", "ribes_ci_high"]] = [-0.0123, -0.02, -0.0045]
+    findings.to_csv(results / "tables" / "findings.csv", index=False)
+    record = {"src_lang": "ja", "tgt_lang": "en", "src_tokenizer": "none", "tgt_tokenizer": "none",
+              "lowercase": True, "escape": False}
+    model = results / "models" / "base" / "seed1" / "model.pt"
+    torch.save({"preprocess": record}, model)
+    code, out = publish(root)
+    section = out.read_text(encoding="utf-8").split("## Findings")[1].split("\n## ")[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("|") and not line.startswith("|:")]
+    assert code == 0 and rows[0] == ["claim", "paper", "ours", "95% interval", "verdict", "RIBES, ours [95%]"]
+    assert rows[1][0] == first and rows[1][5] == "-0.0123 [-0.0200, -0.0045]"
+    torch.save({"preprocess": {**record, "src_lang": "de"}}, model)
+    code, out = publish(root)
+    assert code == 0 and "RIBES, ours [95%]" not in out.read_text(encoding="utf-8")
+
+
 def test_every_tokenizer_has_words_on_the_page() -> None:
     from nmtlib.data.tokenize import TOKENIZERS
     from nmtlib.report.publish import TOKENIZATION

@@ -1121,6 +1121,29 @@ def test_no_command_writes_a_file_it_reads(global_model, tiny_corpus, translated
     assert not [p for p in tmp_path.rglob(".*.tmp")]
 
 
+@pytest.mark.parametrize("together", [False, True])
+def test_a_replaced_outputs_old_file_is_no_output_any_more(tmp_path, together):
+    """A command's claim on an output names the file it replaces by (device, inode); once the new
+    file has taken the name, the old one is no output of the command. Before, the claim stayed: a
+    later input with that inode was refused as the command's own output, and the file system reuses
+    freed inodes (``nmtlib publish`` refused to read back its index's page). A hard link keeps the
+    old inode alive here, in place of a reuse."""
+    from nmtlib.atomic import atomic_write, note_input, one_command, outputs_together
+
+    output, kept = tmp_path / "table.csv", tmp_path / "old-table.csv"
+    output.write_text("old\n")
+    os.link(output, kept)
+    with one_command():
+        with outputs_together() if together else contextlib.nullcontext():
+            with atomic_write(output) as f:
+                f.write("new\n")
+        note_input(kept)  # the replaced file, read as an input: allowed
+        with pytest.raises(OSError, match="refusing to write the file this command reads"):
+            with atomic_write(kept) as f:  # and now an input: refused as an output
+                f.write("x\n")
+    assert (output.read_text(), kept.read_text()) == ("new\n", "old\n")
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A real tmpfs, mounted read-only or nearly full (``mount(mode, free_bytes)``), unmounted after."""

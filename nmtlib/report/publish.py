@@ -74,6 +74,10 @@ RESCORE_OPTIONS = "-m bleu chrf -tok none -s none -w 2 -f text"
 TRAINING_RULE = "train_model"
 #: the published copy of the test reference and source, beside the translations
 REFERENCE, SOURCE = "reference.txt", "source.txt"
+#: the findings' RIBES column, on the pages of a pair with Japanese on one side (WAT's second metric)
+RIBES_COLUMN = "RIBES, ours [95%]"
+#: languages whose pages show :data:`RIBES_COLUMN`
+RIBES_LANGUAGES = ("ja",)
 #: the index of the pages in a folder of pages (:func:`results_index`), rewritten by every publish
 INDEX = "README.md"
 #: what each tokenizer (:data:`nmtlib.data.tokenize.TOKENIZERS`, a test keeps the two in step) makes of
@@ -186,14 +190,26 @@ def _finding_cells(r: pd.Series) -> dict[str, str]:
             "95% interval": interval, "verdict": r["verdict"]}
 
 
-def findings_section(findings: pd.DataFrame) -> list[str]:
-    """The findings: their verdicts counted, the narrow table of the tested claims, the untested
-    ones one line per reason, and the criteria."""
+def _ribes_cell(r: pd.Series) -> str:
+    """A comparison's RIBES difference and its 95% interval (RIBES is 0–1), or a dash."""
+    if pd.isna(r.get("ribes_diff")):
+        return MISSING
+    interval = "" if pd.isna(r.get("ribes_ci_low")) else f" [{r['ribes_ci_low']:+.4f}, {r['ribes_ci_high']:+.4f}]"
+    return f"{r['ribes_diff']:+.4f}{interval}"
+
+
+def findings_section(findings: pd.DataFrame, ribes: bool = False) -> list[str]:
+    """The findings: their verdicts counted, the narrow table of the tested claims (with ``ribes``,
+    each comparison's RIBES beside it), the untested ones one line per reason, and the criteria."""
     tested = findings[findings["verdict"] != UNTESTED]
-    rows = [{"claim": r["claim"], **_finding_cells(r)} for _, r in tested.iterrows()]
+    rows = [{"claim": r["claim"], **_finding_cells(r), **({RIBES_COLUMN: _ribes_cell(r)} if ribes else {})}
+            for _, r in tested.iterrows()]
     lines = [f"Of the papers' claims, {verdict_summary(findings)} by this experiment's variants. *paper* and "
              "*ours* are the difference A − B of the two rows each claim compares (the paper's on its data; the "
-             "window claims in percent); the rows compared, both sides' numbers, the p-values, the chrF and RIBES "
+             "window claims in percent)"
+             + (f"; *{RIBES_COLUMN}* is the same comparison's on RIBES (0–1), with its 95% interval: Japanese "
+                "is one side of this pair, and RIBES, which sees word order, is its second metric" if ribes else "")
+             + "; the rows compared, both sides' numbers, the p-values, the chrF and RIBES "
              "comparisons and the notes are in [findings.csv]({stem}/findings.csv).", ""]
     if rows:
         lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), ""]
@@ -308,20 +324,27 @@ def paper_table_section(name: str, df: pd.DataFrame) -> list[str]:
             f"[{name}.csv]({{stem}}/{name}.csv).", "", _markdown(shown), ""]
 
 
-def tokenization(results: Path) -> str | None:
-    """How the target side of the results folder ``results`` was tokenized, the tokens its BLEU,
-    RIBES and translations count, in words (:data:`TOKENIZATION`), from the preprocess record a
-    trained model keeps; None where no model has one (older models, or none trained yet)."""
+def preprocess_record(results: Path) -> dict | None:
+    """The preprocess record (languages, tokenizers, case) the first trained model of the results
+    folder ``results`` keeps; None where no model has one (older models, or none trained yet)."""
     from nmtlib import checkpoint
 
     layout = Layout(results)
     for path, _ in layout.found(layout.model("*", "*")):
         record = checkpoint.load(path).get("preprocess")
         if record:
-            text = TOKENIZATION[record["tgt_tokenizer"]].format(lang=record["tgt_lang"])
-            return (f"target text ({record['tgt_lang']}) {text}" + (", lowercased" if record["lowercase"] else "")
-                    + "; BLEU, RIBES and the published translations count these tokens")
+            return record
     return None
+
+
+def tokenization(record: dict | None) -> str | None:
+    """How the target side was tokenized, the tokens its BLEU, RIBES and translations count, in words
+    (:data:`TOKENIZATION`), from a :func:`preprocess_record`; None without one."""
+    if not record:
+        return None
+    text = TOKENIZATION[record["tgt_tokenizer"]].format(lang=record["tgt_lang"])
+    return (f"target text ({record['tgt_lang']}) {text}" + (", lowercased" if record["lowercase"] else "")
+            + "; BLEU, RIBES and the published translations count these tokens")
 
 
 def repository_root(path: Path) -> Path:
@@ -457,7 +480,8 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     commits.append(f"`{head}` (tables, findings and this page)" if head else "tables: commit not recorded")
     reference = layout.data("test", "tgt")
     test_size = len(read_lines(reference)) if reference.exists() else None
-    tokens = tokenization(results)
+    record = preprocess_record(results)
+    tokens = tokenization(record)
     lines += [
         "| | |", "|---|---|",
         f"| command | `{command}` |",
@@ -475,7 +499,8 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         lines += [f"**{NO_VERDICT.capitalize()}**: models stopped after train.max_steps = "
                   f"{', '.join(map(str, smoke))} updates; no difference here says anything about the papers' claims.",
                   ""]
-    lines += ["## Findings", "", *findings_section(findings)]
+    ribes = bool(record) and bool({record.get("src_lang"), record.get("tgt_lang")} & set(RIBES_LANGUAGES))
+    lines += ["## Findings", "", *findings_section(findings, ribes)]
     if beside:
         others = {}
         for folder in beside:
