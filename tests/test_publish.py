@@ -247,16 +247,17 @@ def test_findings_beside_another_experiments(tmp_path: Path) -> None:
 
 
 def test_the_index_sets_every_published_page_and_its_claims_side_by_side(tmp_path: Path) -> None:
-    """docs/results/README.md, rewritten by every publish: one row per page (variants with results,
+    """docs/results.md, rewritten by every publish: one row per page (variants with results,
     models scored, the best variant, the verdicts counted) and the claims across pages."""
     import shutil
 
     root, results = reported_experiment(tmp_path, translations=True)
     code, out = publish(root, "--title", "Unit, forward")
     assert code == 0
-    index = out.parent / "README.md"
+    index = out.parent.parent / "results.md"
+    assert not (out.parent / "README.md").exists()  # the pages' folder holds pages only
     first = index.read_text(encoding="utf-8")
-    assert "[Unit, forward](unit.md)" in first and "unit-back" not in first
+    assert "[Unit, forward](results/unit.md)" in first and "unit-back" not in first
     # a second experiment: a copy whose first tested claim does not hold (−0.5 [−0.9, −0.1])
     back = root / "results" / "unit-back"
     shutil.copytree(results, back)
@@ -278,11 +279,11 @@ def test_the_index_sets_every_published_page_and_its_claims_side_by_side(tmp_pat
     with_results = int((single["runs"] > 0).sum())
     ensembles = int(((summary["attention"] == "ensemble") & (summary["runs"] > 0)).sum())
     assert ensembles == 1  # test_report's ensemble, scored
-    assert table[1][:3] == ["[Unit, forward](unit.md)", f"{with_results} of {len(single)}, 1 ensemble",
+    assert table[1][:3] == ["[Unit, forward](results/unit.md)", f"{with_results} of {len(single)}, 1 ensemble",
                             str(int(single["runs"].sum()))]
     assert table[1][3] == "flex-ft: 100.00 ± 0.00 (2 seeds)"
     verdicts = findings["verdict"].value_counts()
-    assert table[2][0] == "[Reference results: unit-back](unit-back.md)"
+    assert table[2][0] == "[Reference results: unit-back](results/unit-back.md)"
     assert table[2][4].split(" / ")[:2] == [str(verdicts.get("holds", 0)), str(verdicts.get("does not hold", 0))]
     matrix = [[c.strip() for c in line.strip("|").split("|")] for line in text.split("## The papers' claims")[1]
               .splitlines() if line.startswith("|") and not line.startswith("|:")]

@@ -1,7 +1,7 @@
 """``nmtlib publish``: a reference-results page (``docs/results/<experiment>.md``) from an
 experiment's tables, translations, figures, training logs and Snakemake benchmark files; the tables'
 CSVs, every test translation and the figures go beside it (``docs/results/<experiment>/``), and the
-folder's ``README.md`` is rewritten: every page in it and the papers' claims across them."""
+index beside the folder (``docs/results.md``) is rewritten: every page and the papers' claims across them."""
 
 from __future__ import annotations
 

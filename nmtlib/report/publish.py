@@ -19,7 +19,7 @@ built only from what the run wrote:
   file, :meth:`nmtlib.layout.Logs.benchmark`) and whether it resumed (its job log); the figures,
   shrunk to at most :data:`MAX_WIDTH` pixels, each with its caption (:data:`nmtlib.report.paper.FIGURES`).
 
-Every publish rewrites the folder's index (:data:`INDEX`, :func:`results_index`): each page's
+Every publish rewrites the index beside the folder (``docs/results.md``, :func:`results_index`): each page's
 best variant and verdicts counted, then the papers' claims across the pages, read from the CSVs
 beside them.
 
@@ -78,8 +78,6 @@ REFERENCE, SOURCE = "reference.txt", "source.txt"
 RIBES_COLUMN = "RIBES, ours [95%]"
 #: languages whose pages show :data:`RIBES_COLUMN`
 RIBES_LANGUAGES = ("ja",)
-#: the index of the pages in a folder of pages (:func:`results_index`), rewritten by every publish
-INDEX = "README.md"
 #: what each tokenizer (:data:`nmtlib.data.tokenize.TOKENIZERS`, a test keeps the two in step) makes of
 #: a text, as the page says which tokens its scores count; ``{lang}``: the language
 TOKENIZATION = {
@@ -244,19 +242,20 @@ def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
 
 
 def results_index(folder: Path) -> Path:
-    """Write ``folder``/:data:`INDEX`: every page published in ``folder`` (a ``<stem>.md`` with its
+    """Write ``<folder>.md`` beside ``folder`` (outside it: every page in it publishes its translations):
+    every page published in ``folder`` (a ``<stem>.md`` with its
     ``<stem>/summary.csv`` and ``<stem>/findings.csv``) in one table, then the papers' claims across
     them, one column per page: what a reader of several experiments asks first (does a claim hold on
     every corpus and direction?). Everything is read from the pages' own CSVs and titles."""
     pages = {}
     for page in sorted(folder.glob("*.md"), key=lambda p: p.stem):
         tables = folder / page.stem
-        if page.name != INDEX and (tables / "summary.csv").exists() and (tables / "findings.csv").exists():
+        if (tables / "summary.csv").exists() and (tables / "findings.csv").exists():
             title = next((line[2:].strip() for line in read_lines(page) if line.startswith("# ")), page.stem)
             pages[page.stem] = (title, pd.read_csv(tables / "summary.csv"), pd.read_csv(tables / "findings.csv"))
     shown = [v for v in VERDICTS if v != NO_VERDICT or any(counts(f)[v] for _, _, f in pages.values())]
     lines = ["# Reference results", "",
-             "Every page in this folder is one experiment, trained and published with `nmtlib publish`; this index "
+             f"Every page in `{folder.name}/` is one experiment, trained and published with `nmtlib publish`; this index "
              "is written from the pages' own tables each time one is published. A page says how its models were "
              "trained, on what machine, at which commits, and gives every test translation.", ""]
     if not pages:
@@ -270,7 +269,7 @@ def results_index(folder: Path) -> Path:
         bleu = pd.to_numeric(single[PAGE_BLEU], errors="coerce")
         best = "" if bleu.isna().all() else _best_variant(single.loc[bleu.idxmax()])
         c = counts(findings)
-        rows.append({"page": f"[{title}]({stem}.md)",
+        rows.append({"page": f"[{title}]({folder.name}/{stem}.md)",
                      "variants with results": f"{int((runs > 0).sum())} of {len(single)}"
                                               + (f", {len(ensembles)} ensemble{'s' if len(ensembles) != 1 else ''}"
                                                  if len(ensembles) else ""),
@@ -308,7 +307,7 @@ def _best_variant(row: pd.Series) -> str:
 
 
 def _write_index(folder: Path, lines: list[str]) -> Path:
-    path = folder / INDEX
+    path = folder.with_name(f"{folder.name}.md")
     with atomic_write(path) as f:
         f.write("\n".join(lines).rstrip() + "\n")
     return path
