@@ -145,6 +145,29 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
             assert im.width <= 900
 
 
+def test_the_commits_are_listed_oldest_first(tmp_path: Path) -> None:
+    """A run trained over several commits lists them as they came, whatever the order of the variants:
+    base seed 1 was trained at the later of two real commits, local-p seed 1 at the earlier."""
+    root, results = reported_experiment(tmp_path)
+    shas = []
+    for day in ("2026-01-01T00:00:00", "2026-01-02T00:00:00"):
+        env = {**os.environ, "GIT_AUTHOR_DATE": day, "GIT_COMMITTER_DATE": day, "GIT_AUTHOR_NAME": "t",
+               "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+        subprocess.run(["git", "-C", str(root), "commit", "-q", "--allow-empty", "-m", day], check=True, env=env)
+        shas.append(subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                                   text=True, check=True).stdout.strip())
+    older, newer = shas
+    for variant, sha in (("base", newer), ("local-p", older)):
+        (results / "models" / variant / "seed1" / "env.json").write_text(json.dumps({"git_commit": sha}))
+    code, out = publish(root)
+    assert code == 0
+    (commits,) = [line for line in out.read_text(encoding="utf-8").splitlines() if line.startswith("| commits |")]
+    assert commits.index(f"`{older[:12]}` (training of 1 model)") < commits.index(f"`{newer[:12]}` (training of 1 model)")
+    # models with no commit recorded come after the known ones, then the page's own commit
+    assert commits.index(f"`{newer[:12]}` (training") < commits.index("not recorded (training of 10 models)")
+    assert commits.endswith(f"`{newer[:12]}` (tables, findings and this page) |")
+
+
 def test_counts_are_integers_in_the_tables(tmp_path: Path) -> None:
     """Bahdanau Table 1's no-UNK sentence count (4 in the fixture) was printed as 4.00."""
     results = tmp_path / "results" / "unit"

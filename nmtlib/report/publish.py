@@ -353,6 +353,13 @@ def repository_root(path: Path) -> Path:
     return Path(run.stdout.strip()) if run.returncode == 0 else folder.resolve()
 
 
+def commit_time(root: Path, commit: str) -> int | None:
+    """The commit's committer time (Unix seconds) in the repository at ``root``, None where git does not know it."""
+    run = subprocess.run(["git", "-C", str(root), "show", "-s", "--format=%ct", f"{commit}^{{commit}}", "--"],
+                         capture_output=True, text=True)
+    return int(run.stdout.strip()) if run.returncode == 0 and run.stdout.strip().isdigit() else None
+
+
 def head_commit(root: Path) -> str | None:
     run = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
     return run.stdout.strip() or None if run.returncode == 0 else None
@@ -471,10 +478,13 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     lines = [f"# {title or f'Reference results: {experiment}'}", ""]
     if intro:
         lines += [intro.strip(), ""]
-    trained_at: dict[str, int] = {}
+    trained_at: dict[str | None, int] = {}
     for r in runs:
-        trained_at[_commit(r.commit)] = trained_at.get(_commit(r.commit), 0) + 1
-    commits = [f"{c} (training of {n} model{'s' if n != 1 else ''})" for c, n in trained_at.items()]
+        trained_at[r.commit] = trained_at.get(r.commit, 0) + 1
+    # oldest first, as the run went; commits git does not know (or none recorded) after them, as found
+    known = {c: commit_time(root, c) for c in trained_at if c}
+    order = sorted(trained_at, key=lambda c: (known.get(c) is None, known.get(c) or 0))
+    commits = [f"{_commit(c)} (training of {trained_at[c]} model{'s' if trained_at[c] != 1 else ''})" for c in order]
     head = head_commit(root)
     commits.append(f"`{head}` (tables, findings and this page)" if head else "tables: commit not recorded")
     reference = layout.data("test", "tgt")
