@@ -115,6 +115,29 @@ def test_shu_claims(findings):
     assert ft.verdict == HOLDS and ft.ci_high < 0  # every sentence's window shrinks
     cost = _claim(findings, "… at a small cost in BLEU")
     assert cost.ours_diff == 0.2
+    # Shu's headline: fine-tuned at τ = 1.2 (6.0) against τ = ∞ (9.0), −33.33%; the paper's De→En: 7.4
+    # against 20.7, −64.25%
+    headline = _claim(findings, "With β fine-tuning, τ = 1.2 computes under half the attention scores of τ = ∞")
+    assert headline.compared.startswith("A: flex-ft (beam5.tau1.2) vs B: flex")
+    assert (headline.ours_a, headline.ours_b, headline.ours_diff) == (6.0, 9.0, -33.33)
+    assert headline.paper_diff == pytest.approx(-64.25) and headline.criterion.startswith("window change ≤ −50%")
+
+
+def test_shu_window_claims_say_what_the_paper_shows_in_the_experiments_direction(tmp_path):
+    """En→Ja: τ = 1.2 alone cuts the window by a third in the paper (16.4 of 24.4 words), so the claim
+    is 'fewer', not 'under half' (De→En, 7.8 of 20.7); the fine-tuned headline is under half in both
+    (10.7 of 24.4: −56.15%)."""
+    spec = make_experiment(tmp_path / "results")
+    spec.data = {**spec.data, "tgt": "ja"}
+    df = findings_table(spec)
+    assert not df["claim"].str.contains("τ = 1.2 computes under half the attention scores$").any()
+    fewer = _claim(df, "Flexible Attention at τ = 1.2 computes fewer attention scores")
+    assert fewer.source.endswith("(En→Ja)") and fewer.paper_diff == pytest.approx(-32.79)
+    assert fewer.criterion.startswith("window change < 0%")
+    # ours: 7.0 against 9.0, every sentence's window no larger
+    assert fewer.ours_diff == -22.22
+    headline = _claim(df, "With β fine-tuning, τ = 1.2 computes under half")
+    assert headline.paper_diff == pytest.approx(-56.15) and headline.criterion.startswith("window change ≤ −50%")
 
 
 def test_rnnsearch_claims_untested_without_rnnencdec(findings):

@@ -539,11 +539,14 @@ def _shu(ctx: _Context) -> Iterator[dict[str, Any]]:
                                                              f"(paper_row: {{shu_table1: global}})"), note)
     s12 = ctx.setting(f, 1.2) if f else None
     missing12 = no_flex if f is None else Missing(NOT_DECODED, f"{f} is not decoded at τ = 1.2 (decode.taus)")
-    # τ = 1.2: fewer than half the scores computed, for little BLEU
-    yield _window_row(ctx, "Flexible Attention at τ = 1.2 computes under half the attention scores", src,
+    # τ = 1.2: fewer scores computed, for little BLEU. Under half of them in the paper's De→En (7.8 of
+    # 20.7 words) but not its En→Ja (16.4 of 24.4): each direction is held to what the paper shows there
+    paper_12, paper_inf = _shu_value("flexible-1.2", ctx, "window"), _shu_value("flexible-inf", ctx, "window")
+    half = bool(paper_12 is not None and paper_inf and paper_12 <= paper_inf / 2)
+    yield _window_row(ctx, f"Flexible Attention at τ = 1.2 computes {'under half the' if half else 'fewer'} "
+                           "attention scores", src,
                       Side(f, s12, WINDOW) if s12 else None, Side(f, None, WINDOW) if f else None,
-                      _shu_value("flexible-1.2", ctx, "window"), _shu_value("flexible-inf", ctx, "window"),
-                      HALF_WINDOW, missing12)
+                      paper_12, paper_inf, HALF_WINDOW if half else SMALLER_WINDOW, missing12)
     yield _row(ctx, "… for a small loss of BLEU", src, Side(f, s12) if s12 else None, Side(f) if f else None,
                _shu_value("flexible-1.2", ctx, "bleu"), _shu_value("flexible-inf", ctx, "bleu"), SMALL, missing12)
     sft = ctx.setting(ft, 1.2) if ft else None
@@ -558,6 +561,12 @@ def _shu(ctx: _Context) -> Iterator[dict[str, Any]]:
     yield _row(ctx, "… at a small cost in BLEU (τ = 1.2)", src, Side(ft, sft) if ok else None,
                Side(f, s12) if ok else None, _shu_value("finetuned-1.2", ctx, "bleu"),
                _shu_value("flexible-1.2", ctx, "bleu"), SMALL, missing_ft)
+    # the paper's headline (abstract; §4.2): fine-tuned, τ = 1.2 computes 56% (En→Ja) and 64% (De→En)
+    # fewer scores than attending to every source word (τ = ∞)
+    yield _window_row(ctx, "With β fine-tuning, τ = 1.2 computes under half the attention scores of τ = ∞", src,
+                      Side(ft, sft, WINDOW) if sft is not None else None, Side(f, None, WINDOW) if f else None,
+                      _shu_value("finetuned-1.2", ctx, "window"), paper_inf, HALF_WINDOW,
+                      no_flex if f is None else missing_ft)
 
 
 def _window_row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None, paper_a: float | None,
