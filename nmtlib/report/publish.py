@@ -478,9 +478,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     lines = [f"# {title or f'Reference results: {experiment}'}", ""]
     if intro:
         lines += [intro.strip(), ""]
-    trained_at: dict[str | None, int] = {}
-    for r in runs:
-        trained_at[r.commit] = trained_at.get(r.commit, 0) + 1
+    trained_at = Counter(r.commit for r in runs)
     # oldest first, as the run went; commits git does not know (or none recorded) after them, as found
     known = {c: commit_time(root, c) for c in trained_at if c}
     order = sorted(trained_at, key=lambda c: (known.get(c) is None, known.get(c) or 0))
