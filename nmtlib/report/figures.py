@@ -1,10 +1,20 @@
-"""Figures of the papers, drawn with matplotlib (Agg backend: no display needed)."""
+"""Figures of the papers, drawn with matplotlib (Agg backend: no display needed).
+
+Words of any script the corpora hold: matplotlib's own font, DejaVu Sans, has no Japanese glyph,
+and an attention heatmap of ``small-enja`` labelled with it shows a box for every Japanese word.
+Every figure is drawn with IPAexGothic, the Japanese font that the ``matplotlib-fontja`` package
+ships, as the fallback behind the default: a glyph DejaVu Sans lacks comes from it, every other
+glyph as before (a figure without Japanese text is the same PNG, byte for byte).
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 import matplotlib
 
@@ -15,9 +25,44 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from nmtlib.atomic import atomic_write  # noqa: E402
+from nmtlib.errors import NmtlibError  # noqa: E402
 from nmtlib.layout import Layout  # noqa: E402
 from nmtlib.report.collect import attention_order  # noqa: E402
 from nmtlib.report.paper import OTHER_GROUP  # noqa: E402
+
+#: the distribution that ships the fallback font (pyproject.toml's dependencies)
+FALLBACK_FONT_PACKAGE = "matplotlib-fontja"
+
+
+@functools.cache
+def fallback_font() -> str:
+    """Register the font file of :data:`FALLBACK_FONT_PACKAGE` with matplotlib and return its family
+    name. The file is found in the distribution's file list: importing ``matplotlib_fontja`` would
+    make its font the default for every glyph, Latin ones included."""
+    try:
+        files = importlib.metadata.files(FALLBACK_FONT_PACKAGE) or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    fonts = [f for f in files if f.suffix == ".ttf"]
+    if not fonts:
+        raise NmtlibError(f"no font file of {FALLBACK_FONT_PACKAGE} is installed: pip install {FALLBACK_FONT_PACKAGE} "
+                           "(a dependency of nmtlib) to draw figures with Japanese words")
+    path = str(fonts[0].locate())
+    matplotlib.font_manager.fontManager.addfont(path)
+    return matplotlib.font_manager.FontProperties(fname=path).get_name()
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _any_script(draw: Callable[P, R]) -> Callable[P, R]:
+    """``draw`` with :func:`fallback_font` behind the default font families."""
+    @functools.wraps(draw)
+    def drawn(*args: P.args, **kwargs: P.kwargs) -> R:
+        with matplotlib.rc_context({"font.family": [*plt.rcParams["font.family"], fallback_font()]}):
+            return draw(*args, **kwargs)
+    return drawn
 
 
 def _save(fig: plt.Figure, path: Path, tight: bool = True) -> None:
@@ -74,6 +119,7 @@ def _grid(panels: dict[str, list[str]], title: str, sharey: bool) -> tuple[plt.F
     return fig, axes[:len(panels)]
 
 
+@_any_script
 def learning_curves(curves: pd.DataFrame, path: Path, title: str = "Learning curves (Luong et al. 2015, Fig. 5)",
                     groups: Mapping[str, str] | None = None) -> None:
     """Dev perplexity against training updates, one line per variant and seed; a panel per paper
@@ -124,6 +170,7 @@ def _bucket_start(label: str) -> int:
     return int(str(label).split("-")[0].rstrip("+"))
 
 
+@_any_script
 def bleu_by_length(buckets: pd.DataFrame, path: Path, title: str = "BLEU by source length (Luong et al. 2015, Fig. 6)",
                    groups: Mapping[str, str] | None = None) -> None:
     """Tokenized BLEU after unknown-word replacement (``nmtlib evaluate`` scores the buckets on the
@@ -149,6 +196,7 @@ def bleu_by_length(buckets: pd.DataFrame, path: Path, title: str = "BLEU by sour
     _save(fig, path)
 
 
+@_any_script
 def attention_heatmaps(
     matrices: dict[str, dict[int, np.ndarray]], src: list[list[str]] | None, tgt: list[list[str]] | None,
     sentences: list[int], path: Path, labels: dict[str, str] | None = None,
@@ -204,6 +252,7 @@ def attention_heatmaps(
     _save(fig, path, tight=False)
 
 
+@_any_script
 def window_tradeoff(points: pd.DataFrame, mean_src_len: float | None, path: Path,
                     title: str = "Window of vision span vs BLEU over τ (Shu & Nakayama 2017, Fig. 3)") -> None:
     """One point per τ setting of each variant of a gated mechanism (``gated``: Flexible Attention;
@@ -246,6 +295,7 @@ def window_tradeoff(points: pd.DataFrame, mean_src_len: float | None, path: Path
     _save(fig, path)
 
 
+@_any_script
 def vision_span(spans: dict, path: Path,
                 title: str = "Vision span per decoding step (Shu & Nakayama 2017, Fig. 4)") -> None:
     """Per long test sentence, the number of source words scored at each decoding step (mean
