@@ -140,6 +140,19 @@ def test_shu_window_claims_say_what_the_paper_shows_in_the_experiments_direction
     assert headline.paper_diff == pytest.approx(-56.15) and headline.criterion.startswith("window change ≤ −50%")
 
 
+def test_shu_claims_of_ja_en_are_held_to_the_paper_s_en_ja_numbers(tmp_path):
+    """Ja→En is not in the paper; the same pair's En→Ja numbers are the reference, and the source says
+    so (De→En would ask τ = 1.2 for under half the scores: 7.8 of 20.7)."""
+    spec = make_experiment(tmp_path / "results")
+    spec.data = {**spec.data, "src": "ja", "tgt": "en"}
+    df = findings_table(spec)
+    fewer = _claim(df, "Flexible Attention at τ = 1.2 computes fewer attention scores")
+    assert fewer.paper_diff == pytest.approx(-32.79)  # (16.4 − 24.4) / 24.4
+    assert fewer.source.endswith("(En→Ja, the reverse of this experiment's direction: the paper has no Ja→En)")
+    # the BLEU rows read the same column: 35.01 (τ = ∞) against 34.87 (global)
+    assert _claim(df, "Flexible Attention at τ = ∞ is as good").paper_diff == pytest.approx(0.14)
+
+
 def test_rnnsearch_claims_untested_without_rnnencdec(findings):
     for text in ("RNNsearch is much better", "RNNsearch's gain over RNNencdec"):
         r = _claim(findings, text)

@@ -138,7 +138,7 @@ class _Context:
     def __init__(self, spec: ExperimentSpec, ours: Ours):
         self.spec, self.ours = spec, ours
         self.mapped = assignments(spec)
-        self.ja = (spec.data.get("tgt") or "") == "ja"
+        self.shu_columns, self.shu_direction = _shu_direction(spec)
         self.smoke = smoke_models(spec)
         self.refs = reference_lines(spec.layout)
         self.idx = resample_indices(len(self.refs)) if self.refs else None
@@ -498,10 +498,22 @@ def _length_gain(ctx: _Context, a: str | None, b: str | None, missing: Missing) 
     return out
 
 
+def _shu_direction(spec: ExperimentSpec) -> tuple[str, str]:
+    """Which of Shu & Nakayama's two directions (Table 1: En→Ja, De→En) an experiment's claims are
+    held to: the column prefix and the words the source cites. Japanese on either side takes En→Ja:
+    the paper has no Ja→En, and the same language pair, with its long-distance reordering, is the
+    nearer reference for how many source words attention needs than De→En."""
+    src, tgt = spec.data.get("src") or "", spec.data.get("tgt") or ""
+    if tgt == "ja":
+        return "en_ja_", "En→Ja"
+    if src == "ja":
+        return "en_ja_", "En→Ja, the reverse of this experiment's direction: the paper has no Ja→En"
+    return "de_en_", "De→En"
+
+
 def _shu_value(row_key: str, ctx: _Context, metric: str) -> float | None:
     (row,) = _rows(SHU_TABLE1, row_key)
-    column = ("en_ja_" if ctx.ja else "de_en_") + metric
-    return row.values.get(column)
+    return row.values.get(ctx.shu_columns + metric)
 
 
 def _shu_sides(ctx: _Context) -> tuple[str | None, str | None, str | None, str]:
@@ -528,7 +540,7 @@ def _shu_sides(ctx: _Context) -> tuple[str | None, str | None, str | None, str]:
 
 
 def _shu(ctx: _Context) -> Iterator[dict[str, Any]]:
-    src = SHU_TABLE1.citation + (" (En→Ja)" if ctx.ja else " (De→En)")
+    src = f"{SHU_TABLE1.citation} ({ctx.shu_direction})"
     g, f, ft, note = _shu_sides(ctx)
     no_flex = Missing(NO_VARIANT, "needs a Flexible Attention variant (a gated mechanism: attention: flexible)")
     # τ = ∞: Flexible Attention only adds a penalty term, so it should not lose to its baseline
