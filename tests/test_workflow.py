@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -30,10 +31,23 @@ def snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.Compl
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
+    # one core: the jobs run one at a time, in the order the scheduler chose (test_each_model_is_scored…)
     work = tmp_path_factory.mktemp("workflow")
-    run = snakemake(work, "--cores", "2", "--configfile", str(TINY))
+    run = snakemake(work, "--cores", "1", "--configfile", str(TINY))
     assert run.returncode == 0, run.stderr[-4000:]
+    (work / "snakemake.stderr").write_text(run.stderr, encoding="utf-8")
     return work
+
+
+def _jobs_started(log: str) -> list[tuple[str, dict[str, str]]]:
+    """(rule, wildcards) of each job in the order Snakemake started them, from its log."""
+    jobs: list[tuple[str, dict[str, str]]] = []
+    for line in log.splitlines():
+        if m := re.match(r"^(?:local)?rule (\w+):$", line):
+            jobs.append((m.group(1), {}))
+        elif (m := re.match(r"^\s+wildcards: (.*)$", line)) and jobs:
+            jobs[-1][1].update(kv.split("=", 1) for kv in m.group(1).split(", "))
+    return jobs
 
 
 def test_tiny_workflow_produces_tables_figures_and_is_complete(tiny_run):
@@ -59,6 +73,21 @@ def test_tiny_workflow_produces_tables_figures_and_is_complete(tiny_run):
     # a finished model folder keeps one copy of its weights and no resume state (train.keep_checkpoints: false)
     assert sorted(p.name for p in (res / "models" / "base" / "seed1").iterdir()) == ["env.json", "model.pt",
                                                                                       "train_log.csv"]
+
+
+def test_each_model_is_scored_before_the_next_one_trains(tiny_run):
+    """The scoring rules' priority (SCORING_PRIORITY): on one core, everything that scores the first
+    trained model (its translation and scores, perplexity, attention and AER) runs before the second
+    model's training starts, so a run stopped between models leaves each trained model scored."""
+    jobs = _jobs_started((tiny_run / "snakemake.stderr").read_text(encoding="utf-8"))
+    trains = [i for i, (rule, _) in enumerate(jobs) if rule == "train_model"]
+    assert len(trains) == 2
+    first = jobs[trains[0]][1]["variant"]
+    before_second = {(rule, w.get("variant")) for rule, w in jobs[trains[0] + 1:trains[1]]}
+    scoring = {"translate", "score_translation", "test_perplexity"}
+    if first == "global-general-feed":  # attention: also its alignments and their AER
+        scoring |= {"export_attention", "score_alignment"}
+    assert {(rule, first) for rule in scoring} <= before_second, jobs
 
 
 def test_second_run_has_nothing_to_do(tiny_run):

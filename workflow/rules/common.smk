@@ -52,6 +52,11 @@ ENSEMBLES = config.get("ensembles") or {}
 THREADS = config["threads"]
 SYNTHETIC = DATA["corpus"] == "synthetic"
 SPLITS, SIDES = ("train", "dev", "test"), ("src", "tgt")
+#: what scores a trained model (its translations, their scores, its perplexity and alignments) runs
+#: before the next model trains: a run stopped after some models, or watched while it goes, has
+#: every trained model scored. Snakemake would otherwise start the long training jobs first
+#: (more jobs depend on them), and with one core the scores come only after the last model.
+SCORING_PRIORITY = 10
 
 wildcard_constraints:
     variant="[A-Za-z0-9][A-Za-z0-9._+-]*",

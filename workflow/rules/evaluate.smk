@@ -18,6 +18,7 @@ rule score_translation:
         tgt_lang=DATA["tgt"],
         tgt_tok=DATA.get("tokenizer", {}).get("tgt", "none"),
         width=config.get("report", {}).get("bucket_width", 10),
+    priority: SCORING_PRIORITY
     log:
         LOGS.job("score_translation", "{variant}.{run}.{setting}"),
     benchmark:
@@ -41,6 +42,7 @@ rule test_perplexity:
         tgt_vocab=RESULTS.vocab("tgt"),
     output:
         RESULTS.scores("{variant}", "seed{seed}", "ppl"),
+    priority: SCORING_PRIORITY
     log:
         LOGS.job("test_perplexity", "{variant}.seed{seed}"),
     benchmark:
@@ -67,6 +69,7 @@ rule export_attention:
         attention=RESULTS.attention("{variant}", "seed{seed}"),
         links=RESULTS.links("{variant}", "seed{seed}"),
         predicted=RESULTS.predicted_links("{variant}", "seed{seed}"),
+    priority: SCORING_PRIORITY
     log:
         LOGS.job("export_attention", "{variant}.seed{seed}"),
     benchmark:
@@ -92,6 +95,7 @@ rule score_alignment:
         tgt=RESULTS.data("test", "tgt"),
     output:
         RESULTS.scores("{variant}", "seed{seed}", "aer"),
+    priority: SCORING_PRIORITY
     log:
         LOGS.job("score_alignment", "{variant}.seed{seed}"),
     benchmark:

@@ -36,6 +36,7 @@ rule translate:
         # every decoding option of this run in one JSON object (nmtlib.config.run_settings)
         settings=lambda w: json.dumps(run_settings(decode_config(w.variant), w.setting), sort_keys=True),
         dictionary=dictionary_option,
+    priority: SCORING_PRIORITY
     log:
         LOGS.job("translate", "{variant}.{run}.{setting}"),
     benchmark:
