@@ -104,3 +104,62 @@ def test_without_a_tokenization_record_text_mode_asks_for_tokens(tiny_corpus, tm
     run = nmtlib("translate", "--model", str(model), stdin="a b\n")
     assert run.returncode == 2 and "records no tokenization" in run.stderr and "--tokenized" in run.stderr
     assert nmtlib("translate", "--model", str(model), "--tokenized", stdin="a b\n").returncode == 0
+
+
+def test_raw_text_to_a_model_of_a_corpus_that_came_tokenized_needs_its_tokenizer(work):
+    """The tiny experiment's corpus comes tokenized (it records tokenizer none), like
+    small_parallel_enja's: a raw line is split at spaces only, which the banner says, and the last
+    line counts the words the model does not know."""
+    vocab = set((work / EXP / "vocab" / "src.txt").read_text(encoding="utf-8").split())
+    first, second = (work / EXP / "data" / "test.src").read_text(encoding="utf-8").split()[:2]
+    assert first in vocab and second in vocab and first + second not in vocab
+    run = nmtlib("translate", "--model", MODEL, stdin=f"{first}{second} {second}\n", cwd=work)
+    assert run.returncode == 0, run.stderr
+    assert ("raw text in: tokenizer none (the model's), case kept (the model's); out: detokenizer none (the "
+            "model's); the model's corpus came tokenized, so each line is split at spaces only: give raw text "
+            "--src-tokenizer NAME") in run.stderr
+    assert run.stderr.splitlines()[-1] == ("nmtlib translate: 1 line(s) translated; 1 of 2 source words (50%) not in "
+                                           "the model's source vocabulary")
+    # Japanese, as a person types it: one word at spaces, ten with MeCab + UniDic-lite (by hand:
+    # 彼 / は / 水泳 / が / 得意 / で / は / なかっ / た / 。), none of them the synthetic corpus'
+    japanese = "彼は水泳が得意ではなかった。\n"
+    plain = nmtlib("translate", "--model", MODEL, stdin=japanese, cwd=work)
+    segmented = nmtlib("translate", "--model", MODEL, "--src-tokenizer", "ja", stdin=japanese, cwd=work)
+    assert plain.returncode == 0 and segmented.returncode == 0, plain.stderr + segmented.stderr
+    assert plain.stderr.splitlines()[-1].endswith("translated; 1 of 1 source words (100%) not in the model's "
+                                                  "source vocabulary")
+    assert segmented.stderr.splitlines()[-1].endswith("translated; 10 of 10 source words (100%) not in the model's "
+                                                      "source vocabulary")
+    assert "raw text in: tokenizer ja (flag)" in segmented.stderr and "came tokenized" not in segmented.stderr
+
+
+def test_tokenizer_flags_tokenize_raw_text_for_a_model_that_records_none(tiny_corpus, tmp_path):
+    """--src-tokenizer moses --lowercase --tgt-tokenizer moses on a model that records none (a
+    corpus that came tokenized and lowercased) is the tokens path with the text tokenized by hand."""
+    spec = {"name": "g", "options": {"embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global",
+                                     "score": "general", "train": {"optimizer": "adam", "lr": 0.01, "batch_size": 32,
+                                                                   "epochs": 1, "max_steps": 30}}}
+    prep = {"src_lang": "en", "tgt_lang": "en", "src_tokenizer": "none", "tgt_tokenizer": "none",
+            "lowercase": False, "escape": False}
+    model = train_tiny_model(tiny_corpus, tmp_path / "m", spec, "--preprocess-json", json.dumps(prep))
+    word = (tiny_corpus / "train.src").read_text().split()[0]
+    flags = ["--src-tokenizer", "moses", "--lowercase", "--tgt-tokenizer", "moses"]
+    raw = nmtlib("translate", "--model", str(model), "--beam", "2", *flags, stdin=f"{word.capitalize()}, {word}.\n")
+    tokens = nmtlib("translate", "--model", str(model), "--beam", "2", "--tokenized", stdin=f"{word} , {word} .\n")
+    assert raw.returncode == 0 and tokens.returncode == 0, raw.stderr + tokens.stderr
+    from sacremoses import MosesDetokenizer
+
+    assert raw.stdout == MosesDetokenizer(lang="en").detokenize(tokens.stdout.split()) + "\n"
+    assert "raw text in: tokenizer moses (flag), lowercased (flag); out: detokenizer moses (flag)" in raw.stderr
+    # the comma and the period are not words of the synthetic corpus
+    assert raw.stderr.splitlines()[-1].endswith("translated; 2 of 4 source words (50%) not in the model's "
+                                                "source vocabulary")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--tokenized"], "--src-tokenizer: for raw text in text mode, not with --tokenized"),
+    (["--out", "x", "--src", "y"], "--src-tokenizer: for raw text in text mode, not with --out (files mode reads tokens)"),
+])
+def test_tokenizer_flags_are_for_raw_text(work, extra, message):
+    run = nmtlib("translate", "--model", MODEL, "--src-tokenizer", "ja", *extra, stdin="a\n", cwd=work)
+    assert run.returncode == 2 and run.stderr.strip().endswith(message), run.stderr

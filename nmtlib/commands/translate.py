@@ -7,6 +7,11 @@ Two ways in:
   replaced, detokenized and printed one per line; --tokenized takes and prints tokens. Lines
   that arrive one at a time (a pipe, a terminal) are translated and printed as they come; a
   file is read whole and decoded in the batches the workflow decodes it in.
+  A corpus that comes tokenized (small_parallel_enja: English lowercased and tokenized, Japanese
+  segmented with KyTea) records the tokenizer none, and raw input is then split at spaces only:
+  --src-tokenizer, --tgt-tokenizer and --lowercase name the tokenization nearest that corpus' own
+  (say, --src-tokenizer ja for Japanese, --src-tokenizer moses --lowercase for its English). The
+  last stderr line counts the input words that are not in the model's source vocabulary.
 - files (--out PREFIX, what the workflow runs): a tokenized --src in, PREFIX.txt,
   PREFIX.unk.txt and PREFIX.jsonl (per-sentence details) out.
 
@@ -41,6 +46,7 @@ from typing import Any
 
 from nmtlib.atomic import atomic_write, outputs_together
 from nmtlib.cli import add_threads_argument, positive_int, strip_markup
+from nmtlib.data.tokenize import available_tokenizers
 from nmtlib.errors import NmtlibError
 from nmtlib.layout import DECODE_SETTINGS, Layout, settings_beside
 from nmtlib.config import (ConfigError, DecodeConfig, TrainConfig, argparse_type, check_run_settings, option_choices,
@@ -72,6 +78,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="files mode: write PREFIX.txt, PREFIX.unk.txt and PREFIX.jsonl instead of printing")
     p.add_argument("--tokenized", action="store_true",
                    help="text mode: the input is tokenized as the training data was; print tokens, not text")
+    tokenizers = available_tokenizers()
+    p.add_argument("--src-tokenizer", choices=tokenizers, default=None, metavar="NAME",
+                   help="text mode: tokenize the raw input with NAME, not with the tokenizer the model records (its "
+                        f"experiment's): for a corpus that came tokenized, which records none ({', '.join(tokenizers)})")
+    p.add_argument("--tgt-tokenizer", choices=tokenizers, default=None, metavar="NAME",
+                   help="text mode: detokenize the output with NAME, not with the tokenizer the model records")
+    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
+                   help="text mode: lowercase the raw input (default: as the model records)")
     p.add_argument("--src-vocab", type=Path, default=None, help="source vocabulary (default: the model's own)")
     p.add_argument("--tgt-vocab", type=Path, default=None, help="target vocabulary (default: the model's own)")
     p.add_argument("--decode-json", type=_run_settings, default=None, metavar="JSON",
@@ -245,6 +259,11 @@ def run(args: argparse.Namespace) -> int:
         raise NmtlibError("give the model to translate with: --model PATH/model.pt")
     if args.out is not None and args.src is None:
         raise NmtlibError("--out translates a file: give it with --src")
+    text_flags = [f"--{k.replace('_', '-')}" for k in ("src_tokenizer", "tgt_tokenizer", "lowercase")
+                  if getattr(args, k) is not None]
+    if text_flags and (args.out is not None or args.tokenized):
+        raise NmtlibError(f"{' '.join(text_flags)}: for raw text in text mode, not with "
+                          f"{'--out (files mode reads tokens)' if args.out is not None else '--tokenized'}")
     if args.greedy:  # greedy search is beam 1: a beam given beside it would be reported, not run
         if settings["beam"] != 1 and sources["beam"] in ("flags", "--decode-json"):
             raise NmtlibError(f"--greedy decodes with beam 1, but beam {settings['beam']} comes from "
@@ -335,7 +354,7 @@ def _translate_text(args: argparse.Namespace, loaded, opts, settings: dict[str, 
     """Text mode: raw lines in (a file or stdin), one translation per line on stdout (``n_best``
     lines with ``--n-best``), printed as each chunk of input is decoded. ``loaded``: what
     :func:`~nmtlib.decode.translate.load_models` returned."""
-    from nmtlib.data.tokenize import get_tokenizer
+    from nmtlib.data.tokenize import NoneTokenizer, get_tokenizer
     from nmtlib.decode.translate import nbest_line, translate_tokens, warn_truncated
 
     where = str(args.src) if args.src is not None else "<stdin>"
@@ -345,13 +364,25 @@ def _translate_text(args: argparse.Namespace, loaded, opts, settings: dict[str, 
         raise NmtlibError(f"{args.model[0]} records no tokenization (trained before nmtlib kept it in model.pt); "
                           f"tokenize the input as its training data was and pass --tokenized")
     if not args.tokenized:
-        src_tok = get_tokenizer(prep["src_tokenizer"], prep["src_lang"], escape=prep["escape"])
-        tgt_tok = get_tokenizer(prep["tgt_tokenizer"], prep["tgt_lang"], escape=prep["escape"])
+        src_name, tgt_name = args.src_tokenizer or prep["src_tokenizer"], args.tgt_tokenizer or prep["tgt_tokenizer"]
+        lowercase = prep["lowercase"] if args.lowercase is None else args.lowercase
+        src_tok = get_tokenizer(src_name, prep["src_lang"], escape=prep["escape"])
+        tgt_tok = get_tokenizer(tgt_name, prep["tgt_lang"], escape=prep["escape"])
+        came_tokenized = args.src_tokenizer is None and isinstance(src_tok, NoneTokenizer)
+        print(f"nmtlib translate: raw text in: tokenizer {src_name} ({_origin(args.src_tokenizer)}), "
+              f"{'lowercased' if lowercase else 'case kept'} ({_origin(args.lowercase)}); out: detokenizer {tgt_name} "
+              f"({_origin(args.tgt_tokenizer)})"
+              + ("; the model's corpus came tokenized, so each line is split at spaces only: give raw text "
+                 "--src-tokenizer NAME" if came_tokenized else ""), file=sys.stderr)
     print(f"nmtlib translate: translating {where}", file=sys.stderr)
-    done = 0
+    done = n_words = n_unknown = 0  # the input's words and those not in the source vocabulary
     for lines in input_chunks(args.src):
         if not args.tokenized:
-            lines = [src_tok.tokenize(line.lower() if prep["lowercase"] else line) for line in lines]
+            lines = [src_tok.tokenize(line.lower() if lowercase else line) for line in lines]
+        for line in lines:
+            tokens = line.split()
+            n_words += len(tokens)
+            n_unknown += sum(w not in src_vocab.stoi for w in tokens)
         outputs, truncated = translate_tokens(models, [line.split() for line in lines], src_vocab, tgt_vocab, opts,
                                               device, dictionary, settings["unk_replace"],
                                               progress=not args.no_progress and len(lines) > 1)
@@ -367,5 +398,11 @@ def _translate_text(args: argparse.Namespace, loaded, opts, settings: dict[str, 
                     print(nbest_line(done + i, text, score))
         sys.stdout.flush()  # each chunk's translations before the next chunk is waited for
         done += len(lines)
-    print(f"nmtlib translate: {done} line(s) translated", file=sys.stderr)
+    share = f" ({100 * n_unknown / n_words:.0f}%)" if n_words else ""
+    print(f"nmtlib translate: {done} line(s) translated; {n_unknown} of {n_words} source words{share} not in the "
+          f"model's source vocabulary", file=sys.stderr)
     return 0
+
+
+def _origin(flag: str | bool | None) -> str:
+    return "the model's" if flag is None else "flag"
