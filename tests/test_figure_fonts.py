@@ -64,3 +64,23 @@ def test_without_the_font_package_one_line_names_it(monkeypatch: pytest.MonkeyPa
             figures.fallback_font()
     finally:
         figures.fallback_font.cache_clear()
+
+
+def _source_ticks(monkeypatch: pytest.MonkeyPatch, src: list[str], tgt: list[str], path: Path) -> list[tuple[str, float]]:
+    """The heatmap's source-word tick labels and their rotation, as drawn."""
+    kept = []
+    monkeypatch.setattr(figures, "_save", lambda fig, path, tight=True: kept.append(fig))
+    _heatmap(figures.attention_heatmaps, src, tgt, path)
+    return [(t.get_text(), t.get_rotation()) for t in kept[0].axes[0].get_xticklabels()]
+
+
+def test_japanese_source_words_stand_upright_and_latin_ones_are_turned(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    # Japanese is written top to bottom: one character under the other, each upright
+    ticks = _source_ticks(monkeypatch, JAPANESE, ENGLISH, tmp_path / "jaen.png")
+    assert ticks[:4] == [("彼", 0), ("ら", 0), ("は", 0), ("つ\nい", 0)] and ticks[-1] == ("。", 0)
+    # Latin words, wider than a column, are turned a quarter, as before
+    assert _source_ticks(monkeypatch, ENGLISH, JAPANESE, tmp_path / "enja.png")[:2] == [("they", 90), ("finally", 90)]
+    # a sentence with a Latin word among Japanese ones is turned as a whole
+    mixed = ["iPhone", *JAPANESE[1:]]
+    assert {rotation for _, rotation in _source_ticks(monkeypatch, mixed, ENGLISH, tmp_path / "mixed.png")} == {90}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import textwrap
+import unicodedata
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import ParamSpec, TypeVar
@@ -196,6 +197,15 @@ def bleu_by_length(buckets: pd.DataFrame, path: Path, title: str = "BLEU by sour
     _save(fig, path)
 
 
+def _column_labels(words: list[str]) -> tuple[list[str], float]:
+    """Tick labels for one column per word, and their rotation: Latin words turned a quarter (they
+    are wider than a column); words written in wide characters only (Japanese, Chinese) upright,
+    one character under the other, as the script is written vertically, not lying on their side."""
+    if words and all(all(unicodedata.east_asian_width(c) in "WF" for c in w) for w in words):
+        return ["\n".join(w) for w in words], 0
+    return list(words), 90
+
+
 @_any_script
 def attention_heatmaps(
     matrices: dict[str, dict[int, np.ndarray]], src: list[list[str]] | None, tgt: list[list[str]] | None,
@@ -233,7 +243,8 @@ def attention_heatmaps(
             m = matrices[name][sid]
             image = ax.imshow(m, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
             if m.shape[1] == len(src[sid]):
-                ax.set_xticks(range(len(src[sid])), src[sid], rotation=90, fontsize=font)
+                words, rotation = _column_labels(src[sid])
+                ax.set_xticks(range(len(src[sid])), words, rotation=rotation, fontsize=font)
             ylabel = "decoder step"
             if m.shape[0] == len(tgt[sid]) + 1:  # one row per decoder step, labelled by the word it predicts
                 ax.set_yticks(range(m.shape[0]), [*tgt[sid], "<eos>"], fontsize=font)
