@@ -79,14 +79,16 @@ def test_flags_override_the_experiments_settings(work):
     assert greedy.stdout.splitlines() == (work / "beam1.unk.txt").read_text().splitlines()[:5]
 
 
+#: a global-attention model trained 30 updates on the tiny corpus, for the raw-text tests
+GLOBAL_SPEC = {"name": "g", "options": {"embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global",
+                                        "score": "general", "train": {"optimizer": "adam", "lr": 0.01, "batch_size": 32,
+                                                                      "epochs": 1, "max_steps": 30}}}
+
 def test_raw_text_is_tokenized_and_detokenized_as_recorded(tiny_corpus, tmp_path):
     """A model whose experiment tokenized with Moses (lowercased): raw text in, text out."""
-    spec = {"name": "g", "options": {"embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global",
-                                     "score": "general", "train": {"optimizer": "adam", "lr": 0.01, "batch_size": 32,
-                                                                   "epochs": 1, "max_steps": 30}}}
     prep = {"src_lang": "en", "tgt_lang": "en", "src_tokenizer": "moses", "tgt_tokenizer": "moses",
             "lowercase": True, "escape": False}
-    model = train_tiny_model(tiny_corpus, tmp_path / "m", spec, "--preprocess-json", json.dumps(prep))
+    model = train_tiny_model(tiny_corpus, tmp_path / "m", GLOBAL_SPEC, "--preprocess-json", json.dumps(prep))
     word = (tiny_corpus / "train.src").read_text().split()[0]
     # by hand: Moses splits the comma and the final period off, and lowercasing undoes the capital
     raw = nmtlib("translate", "--model", str(model), "--beam", "2", stdin=f"{word.capitalize()}, {word}.\n")
@@ -136,12 +138,9 @@ def test_raw_text_to_a_model_of_a_corpus_that_came_tokenized_needs_its_tokenizer
 def test_tokenizer_flags_tokenize_raw_text_for_a_model_that_records_none(tiny_corpus, tmp_path):
     """--src-tokenizer moses --lowercase --tgt-tokenizer moses on a model that records none (a
     corpus that came tokenized and lowercased) is the tokens path with the text tokenized by hand."""
-    spec = {"name": "g", "options": {"embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global",
-                                     "score": "general", "train": {"optimizer": "adam", "lr": 0.01, "batch_size": 32,
-                                                                   "epochs": 1, "max_steps": 30}}}
     prep = {"src_lang": "en", "tgt_lang": "en", "src_tokenizer": "none", "tgt_tokenizer": "none",
             "lowercase": False, "escape": False}
-    model = train_tiny_model(tiny_corpus, tmp_path / "m", spec, "--preprocess-json", json.dumps(prep))
+    model = train_tiny_model(tiny_corpus, tmp_path / "m", GLOBAL_SPEC, "--preprocess-json", json.dumps(prep))
     word = (tiny_corpus / "train.src").read_text().split()[0]
     flags = ["--src-tokenizer", "moses", "--lowercase", "--tgt-tokenizer", "moses"]
     raw = nmtlib("translate", "--model", str(model), "--beam", "2", *flags, stdin=f"{word.capitalize()}, {word}.\n")

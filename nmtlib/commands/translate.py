@@ -379,11 +379,10 @@ def _translate_text(args: argparse.Namespace, loaded, opts, settings: dict[str, 
     for lines in input_chunks(args.src):
         if not args.tokenized:
             lines = [src_tok.tokenize(line.lower() if lowercase else line) for line in lines]
-        for line in lines:
-            tokens = line.split()
-            n_words += len(tokens)
-            n_unknown += sum(w not in src_vocab.stoi for w in tokens)
-        outputs, truncated = translate_tokens(models, [line.split() for line in lines], src_vocab, tgt_vocab, opts,
+        sentences = [line.split() for line in lines]
+        n_words += sum(map(len, sentences))
+        n_unknown += sum(w not in src_vocab.stoi for tokens in sentences for w in tokens)
+        outputs, truncated = translate_tokens(models, sentences, src_vocab, tgt_vocab, opts,
                                               device, dictionary, settings["unk_replace"],
                                               progress=not args.no_progress and len(lines) > 1)
         warn_truncated({done + i: tokens for i, tokens in truncated.items()}, opts.max_src_len, where)
