@@ -986,6 +986,52 @@ def test_a_model_put_into_the_workflows_folder_behind_its_back_is_not_reported(i
     assert "make_report" in _rules_run(plan.stdout)
 
 
+def test_a_second_driver_of_a_running_experiment_is_refused_after_another_experiment_ends(tmp_path):
+    """W8. Two experiments run at once in one folder, and one of them ends. Snakemake 9.27 then
+    removes every driver's lock (``.snakemake/locks/`` goes). Before: a second driver of the
+    experiment still running was not refused, and with ``--rerun-incomplete`` it deleted the running
+    training's ``train_log.csv`` and ``env.json`` and trained beside it. Now the driver's hold on its
+    results folder (nmtlib/locks.py) refuses it in one line that names the first driver, before
+    any job, and the running training goes on untouched."""
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def endless(config: dict) -> None:
+        config["experiment"] = "long"
+        config["train"].update(epochs=100000, max_steps=10000000, checkpoint_every=50)
+
+    long = write_yaml(tmp_path / "long.yaml", tiny_config(endless))
+    log = tmp_path / "long.log"
+    with open(log, "w") as fh:
+        first = subprocess.Popen([sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(work),
+                                  "--cores", "1", "--configfile", str(long)],
+                                 stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    models = work / "results/long/models"
+    try:
+        _wait_for(lambda: list(models.glob("*/seed1/train_log.csv")), first, log, "a training's first epoch")
+        [running] = [p.parent for p in models.glob("*/seed1/train_log.csv")]
+        other = snakemake(work, "results/short/vocab/src.txt", "--cores", "1", "--configfile", str(TINY),
+                          "--config", "experiment=short")
+        assert other.returncode == 0, other.stderr[-3000:]
+        assert not (work / ".snakemake/locks").exists(), \
+            "Snakemake no longer removes the other drivers' locks: its own lock may now suffice (nmtlib/locks.py)"
+        env, curve = (running / "env.json").read_bytes(), (running / "train_log.csv").read_bytes()
+
+        second = snakemake(work, "--cores", "1", "--rerun-incomplete", "--configfile", str(long))
+        assert second.returncode == 1
+        assert second.stderr.strip().splitlines()[-1] == (
+            f"results/long: another Snakemake (pid {first.pid}) is running experiment 'long' in this folder; wait "
+            "for it to end, or stop it, then run this command again")
+        assert not _rules_run(second.stdout + second.stderr)  # no job started
+        assert first.poll() is None
+        assert (running / "env.json").read_bytes() == env
+        assert (running / "train_log.csv").read_bytes().startswith(curve)  # still the first run's, growing
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGTERM)
+        first.wait(timeout=300)
+
+
 # == Settings that do not apply, and what is reported (issue #41, item 4) ======================
 
 @pytest.fixture(scope="module")

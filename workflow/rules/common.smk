@@ -14,6 +14,7 @@ from nmtlib.commands.report import FIGURES as REPORT_FIGURES
 from nmtlib.commands.report import PAPER_TABLES, tables_written
 from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, run_settings, setting_name
 from nmtlib.layout import Layout, Logs, TRANSLATION_SUFFIXES
+from nmtlib.locks import FolderBusy, hold
 from nmtlib.report.page import ENTRIES as REPORT_ENTRIES
 from nmtlib.workflow_config import (check_config_files, gpu_resources, size_warnings, train_files, validate_config,
                                     variant_seeds)
@@ -57,6 +58,19 @@ SPLITS, SIDES = ("train", "dev", "test"), ("src", "tgt")
 #: every trained model scored. Snakemake would otherwise start the long training jobs first
 #: (more jobs depend on them), and with one core the scores come only after the last model.
 SCORING_PRIORITY = 10
+
+# One driver at a time per experiment, held from the first job to the driver's exit (nmtlib/locks.py
+# says why Snakemake's own lock is not enough when several experiments run in one folder). Not in a
+# dry run, and not in the jobs a cluster executor starts (they run without hooks).
+onstart:
+    try:
+        hold(R)
+    except FolderBusy as busy:
+        by = "" if busy.pid is None else f" (pid {busy.pid})"
+        print(f"{R}: another Snakemake{by} is running experiment {EXP!r} in this folder; wait for it to end, "
+              "or stop it, then run this command again", file=sys.stderr)
+        sys.exit(1)
+
 
 wildcard_constraints:
     variant="[A-Za-z0-9][A-Za-z0-9._+-]*",
