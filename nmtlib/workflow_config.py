@@ -16,7 +16,7 @@ import json
 import math
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import jsonschema
 import yaml
@@ -388,6 +388,39 @@ def train_files(config: dict[str, Any], variants: dict[str, VariantConfig], name
         files["init"] = layout.model(parent, f"seed{seed}")
     files["out"] = layout.model_dir(name, f"seed{seed}")
     return files
+
+
+#: trains every variant of an experiment in float32, whatever its config says (added after it)
+FP32_OVERRIDE = "config/experiments/overrides/fp32.yaml"
+
+
+def cannot_train_here(variants: dict[str, VariantConfig], names: Iterable[str]) -> str | None:
+    """Why variants ``names`` cannot train on this machine, or None: the checks the trainer makes
+    before it reads anything (``train.device`` names a device that is not here; ``train.bf16`` on a
+    CPU that would emulate bf16), made once for all of them. The workflow asks this before its first
+    job when its jobs run here, so that a run does not spend its corpus work and then stop at the
+    first training; on a cluster each node's trainer decides for itself. Imports torch."""
+    from nmtlib.checkpoint import select_device
+    from nmtlib.precision import require_bf16
+
+    refused: dict[str, list[str]] = {}  # one line per reason, with the variants it stops
+    for name in names:
+        train = variants[name].train
+        try:
+            device = select_device(train.device)
+        except ValueError as err:
+            refused.setdefault(f"train.device: {err}", []).append(name)
+            continue
+        if train.bf16:
+            try:
+                require_bf16(device, "train.bf16")
+            except ValueError as err:
+                refused.setdefault(f"{err}, or add {FP32_OVERRIDE} after the experiment's config", []).append(name)
+    if not refused:
+        return None
+    reason, stopped = next(iter(refused.items()))
+    shown = ", ".join(stopped[:3]) + (f" and {len(stopped) - 3} more" if len(stopped) > 3 else "")
+    return f"{reason} (to train: {shown})"
 
 
 #: the local scheduling unit of a GPU: a job asks for its share in percent (``gpu_pct``), so

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import platform
 import re
 import shlex
 import subprocess
@@ -159,6 +160,46 @@ def test_bad_config_fails_before_any_job_with_a_useful_message(tmp_path, change,
     for part in expected:
         assert part in message, message[-2000:]
     assert not (tmp_path / "results").exists()
+
+
+def _cpu_flags() -> set[str]:
+    """This machine's CPU flags as the kernel lists them (empty where /proc/cpuinfo has none)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return set()
+    return next((set(line.split(":", 1)[1].split()) for line in lines if line.startswith("flags")), set())
+
+
+def _no_cuda_here() -> bool:
+    import torch
+    return not torch.cuda.is_available()
+
+
+# What the trainer refuses before it reads anything, the workflow refuses before its first job when
+# its jobs run on this machine: a device that is not here, and bf16 that this CPU would emulate.
+@pytest.mark.parametrize("train, expected, applies", [
+    ({"device": "cuda"}, "train.device: device 'cuda' was asked for but no CUDA device is visible", _no_cuda_here),
+    ({"bf16": True}, "train.bf16: this CPU has no native bf16 (AVX512-BF16, AMX or Arm BF16); emulated bf16 is "
+     "slower than float32, so set train.bf16: false, or add config/experiments/overrides/fp32.yaml",
+     lambda: platform.machine() in ("x86_64", "AMD64") and not _cpu_flags() & {"avx512_bf16", "amx_bf16"}),
+], ids=["cuda-without-a-gpu", "bf16-on-a-cpu-without-it"])
+def test_a_run_whose_models_cannot_train_here_stops_before_its_first_job(tmp_path, train, expected, applies):
+    if not applies():
+        pytest.skip("this machine can train so: nothing to refuse")
+    config = write_config(tmp_path, lambda c: c["train"].update(train))
+    run = snakemake(tmp_path, "--cores", "1", "--configfile", str(config), timeout=300)
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"invalid configuration: {config}: {expected}"), last
+    assert last.endswith("(to train: base, global-general-feed)"), last
+    assert _jobs_started(run.stderr) == []  # not even the corpus
+    assert not (tmp_path / "results" / "tiny" / "corpus").exists()
+    # a run that needs no training is not refused: the corpus, its preparation and vocabularies
+    run = snakemake(tmp_path, "--cores", "1", "--configfile", str(config), "--until", "build_vocab", timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (tmp_path / "results" / "tiny" / "vocab" / "tgt.txt").is_file()
+    assert "train_model" not in {rule for rule, _ in _jobs_started(run.stderr)}
 
 
 def test_validate_config_fills_defaults_and_resolves_variants():

@@ -16,8 +16,8 @@ from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig
 from nmtlib.layout import Layout, Logs, TRANSLATION_SUFFIXES
 from nmtlib.locks import FolderBusy, hold
 from nmtlib.report.page import ENTRIES as REPORT_ENTRIES
-from nmtlib.workflow_config import (check_config_files, gpu_resources, size_warnings, train_files, validate_config,
-                                    variant_seeds)
+from nmtlib.workflow_config import (cannot_train_here, check_config_files, gpu_resources, size_warnings,
+                                    train_files, validate_config, variant_seeds)
 
 # A config error is one line on stderr and exit status 1: a WorkflowError raised here would be
 # printed with this file's name and line twice, which says nothing about the config.
@@ -59,9 +59,10 @@ SPLITS, SIDES = ("train", "dev", "test"), ("src", "tgt")
 #: (more jobs depend on them), and with one core the scores come only after the last model.
 SCORING_PRIORITY = 10
 
-# One driver at a time per experiment, held from the first job to the driver's exit (nmtlib/locks.py
-# says why Snakemake's own lock is not enough when several experiments run in one folder). Not in a
-# dry run, and not in the jobs a cluster executor starts (they run without hooks).
+# Before the first job, not in a dry run, and not in the jobs a cluster executor starts (they run
+# without hooks): one driver at a time per experiment, held to the driver's exit (nmtlib/locks.py
+# says why Snakemake's own lock is not enough when several experiments run in one folder); and,
+# where the jobs run on this machine, the trainings this run needs must be able to run here.
 onstart:
     try:
         hold(R)
@@ -70,6 +71,12 @@ onstart:
         print(f"{R}: another Snakemake{by} is running experiment {EXP!r} in this folder; wait for it to end, "
               "or stop it, then run this command again", file=sys.stderr)
         sys.exit(1)
+    if workflow.local_exec:
+        to_train = {job.wildcards["variant"] for job in workflow.dag.needrun_jobs() if job.rule.name == "train_model"}
+        refusal = cannot_train_here(VARIANTS, [name for name in VARIANTS if name in to_train])
+        if refusal is not None:
+            print(f"invalid configuration: {' + '.join(map(str, workflow.configfiles))}: {refusal}", file=sys.stderr)
+            sys.exit(1)
 
 
 wildcard_constraints:
