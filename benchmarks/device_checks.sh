@@ -144,7 +144,7 @@ if step d-data 30 "$PYTHON" "$BENCH/device_checks.py" data "$CONFIG" --cache "$D
       --variant global-general-feed --seed 1 --set epochs=2 --set "device=$DEVICE" "$@" \
       --out "$WORK/models/$precision" --no-progress
   }
-  train fp32 70 &
+  train fp32 70 --set bf16=false &
   if [ "$DEVICE" = cuda ]; then train bf16 70 --set bf16=true & else skip d-train-bf16 "no CUDA (train.bf16)"; fi
   wait
 else
