@@ -808,10 +808,11 @@ def interrupted_workflow(tmp_path_factory) -> SimpleNamespace:
     os.killpg(proc.pid, signal.SIGINT)
     ns.rc1 = proc.wait(timeout=300)
     ns.after1, ns.incomplete1 = _snapshot(work), _incomplete(work)
-    # Snakemake will not take an interrupted job's files for done
+    # Snakemake will not take an interrupted job's files for done: the same command redoes those jobs
+    # (rerun-incomplete, from the workflow profile profiles/default)
     ns.plain_rerun = snakemake(work, "-n", "--configfile", str(config), timeout=120)
-    # 2. SIGTERM to snakemake alone (kill PID, a batch system stopping the driver job)
-    proc, log = start("2-sigterm", "--rerun-incomplete")
+    # 2. SIGTERM to snakemake alone (kill PID, a batch system stopping the driver job): the same command
+    proc, log = start("2-sigterm")
     _wait_for(lambda: any((work / "logs" / "tiny" / "translate").glob("*.log")), proc, log, "a translate job")
     _wait_quiet(log, proc, quiet=0.3)  # a translate job lives 2 s or more (Python and torch start-up)
     proc.send_signal(signal.SIGTERM)
@@ -836,7 +837,11 @@ def test_interrupted_workflow_finishes_the_rest_and_redoes_nothing(interrupted_w
     assert w.rc1 != 0
     assert not [f for f in w.after1 if "/tables/" in f]
     assert any("/models/" in f for f in w.incomplete1), w.incomplete1
-    assert w.plain_rerun.returncode != 0 and "IncompleteFilesException" in w.plain_rerun.stdout + w.plain_rerun.stderr
+    plan = w.plain_rerun.stdout + w.plain_rerun.stderr
+    assert w.plain_rerun.returncode == 0 and "IncompleteFilesException" not in plan, plan[-3000:]
+    interrupted = {f.split("/")[3] for f in w.incomplete1 if f.startswith("results/tiny/models/")}
+    planned = set(re.findall(r"^(?:local)?rule train_model:\n(?:    .*\n)*?    wildcards: variant=([\w.+-]+)", plan, re.M))
+    assert interrupted and interrupted <= planned, (interrupted, plan[-3000:])
     done1 = {f: v for f, v in w.after1.items() if f not in w.incomplete1}
     assert {"results/tiny/data/train.src", "results/tiny/vocab/tgt.txt"} <= set(done1)
     # 2. SIGTERM: running jobs finish and are recorded, no new job starts, nothing is left incomplete
@@ -923,7 +928,8 @@ def test_a_failing_rerun_leaves_finished_results_byte_identical(interrupted_work
 def test_a_killed_driver_leaves_a_lock_that_unlock_clears(interrupted_workflow):
     """kill -9 of snakemake and its jobs (the node running the driver dies) while it decodes with a
     new beam: the next run refuses the locked folder and says what to do; ``--unlock`` clears the
-    lock and ``--rerun-incomplete`` redoes the killed jobs, and trains nothing."""
+    lock and the same command (``rerun-incomplete`` from the workflow profile) redoes the killed jobs,
+    and trains nothing."""
     w = interrupted_workflow
     config = yaml.safe_load(w.config.read_text())
     config["decode"]["beam"] = 2
@@ -946,7 +952,7 @@ def test_a_killed_driver_leaves_a_lock_that_unlock_clears(interrupted_workflow):
     assert _snapshot(w.work) == before  # the refused run touched nothing
 
     assert snakemake(w.work, "--unlock", "--configfile", str(config_file), timeout=120).returncode == 0
-    finish = snakemake(w.work, "--cores", "2", "--rerun-incomplete", "--configfile", str(config_file), timeout=600)
+    finish = snakemake(w.work, "--cores", "2", "--configfile", str(config_file), timeout=600)
     assert finish.returncode == 0, finish.stderr[-3000:]
     rules = _rules_run(finish.stdout + finish.stderr)
     assert "translate" in rules and "train_model" not in rules, (finish.stdout + finish.stderr)[-3000:]
