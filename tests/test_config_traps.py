@@ -28,12 +28,19 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
 
 
+#: the line Snakemake prints first when it reads the workflow profile (profiles/default), any run
+PROFILE_NOTE = re.compile(r"Using workflow specific profile \S*profiles/default for setting default command line "
+                          r"arguments\.")
+
+
 def fails_with(workdir: Path, *args: str) -> str:
-    """The one line a bad config prints (and that it is the only thing printed, status 1)."""
+    """The one line a bad config prints (and that it is the only thing printed after Snakemake's
+    note of the workflow profile, status 1)."""
     run = snakemake(workdir, *args)
     assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
     assert run.stdout == "", run.stdout[-2000:]
-    lines = run.stderr.splitlines()
+    note, *lines = run.stderr.splitlines()
+    assert PROFILE_NOTE.fullmatch(note), run.stderr
     assert len(lines) == 1, run.stderr  # no "WorkflowError in file common.smk, line …", no traceback
     return lines[0]
 
