@@ -16,6 +16,15 @@ from nmtlib.registry import MECHANISMS
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def cpuinfo_has_native_bf16() -> bool:
+    """Read independently of torch: the kernel's CPU flags (x86: AVX512-BF16 or AMX-BF16; Arm: BF16)."""
+    flags = set()
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith(("flags", "Features")):
+            flags |= set(line.split(":", 1)[1].split())
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
 def _find_shared() -> Path:
     """The project's reference folder (papers, data, scorer fixtures), read in place and never
     copied: ``$NMTLIB_SHARED``; else ``shared/`` inside or beside this checkout; else beside the

@@ -12,21 +12,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import keeping_checkpoints, tiny_train_cmd
+from conftest import cpuinfo_has_native_bf16, keeping_checkpoints, tiny_train_cmd
 from nmtlib import checkpoint
 from nmtlib.models.attention import FlexibleAttention, LocalPredictiveAttention, Memory, length_mask
 from nmtlib.models.scores import GeneralScore, LocationScore
 from nmtlib.precision import native_bf16, require_bf16
 from nmtlib.train.loss import LowPrecisionNLL, loss_terms
-
-
-def _cpuinfo_has_native_bf16() -> bool:
-    """Read independently of torch: the kernel's CPU flags (x86: AVX512-BF16 or AMX-BF16)."""
-    flags = set()
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith(("flags", "Features")):
-            flags |= set(line.split(":", 1)[1].split())
-    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
 NATIVE = native_bf16(torch.device("cpu"))
@@ -35,7 +26,7 @@ CPU_BF16 = lambda: torch.autocast("cpu", dtype=torch.bfloat16)  # noqa: E731
 
 
 def test_native_bf16_agrees_with_the_kernels_cpu_flags():
-    assert NATIVE == _cpuinfo_has_native_bf16()
+    assert NATIVE == cpuinfo_has_native_bf16()
 
 
 def test_bf16_is_refused_in_one_line_naming_the_key_where_it_would_be_emulated():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import platform
 import re
 import shlex
 import subprocess
@@ -19,7 +18,7 @@ import yaml
 from nmtlib.config import ConfigError
 from nmtlib.workflow_config import validate_config
 
-from conftest import ROOT
+from conftest import ROOT, cpuinfo_has_native_bf16
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -162,15 +161,6 @@ def test_bad_config_fails_before_any_job_with_a_useful_message(tmp_path, change,
     assert not (tmp_path / "results").exists()
 
 
-def _cpu_flags() -> set[str]:
-    """This machine's CPU flags as the kernel lists them (empty where /proc/cpuinfo has none)."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return set()
-    return next((set(line.split(":", 1)[1].split()) for line in lines if line.startswith("flags")), set())
-
-
 def _no_cuda_here() -> bool:
     import torch
     return not torch.cuda.is_available()
@@ -182,7 +172,7 @@ def _no_cuda_here() -> bool:
     ({"device": "cuda"}, "train.device: device 'cuda' was asked for but no CUDA device is visible", _no_cuda_here),
     ({"bf16": True}, "train.bf16: this CPU has no native bf16 (AVX512-BF16, AMX or Arm BF16); emulated bf16 is "
      "slower than float32, so set train.bf16: false, or add config/experiments/overrides/fp32.yaml",
-     lambda: platform.machine() in ("x86_64", "AMD64") and not _cpu_flags() & {"avx512_bf16", "amx_bf16"}),
+     lambda: not cpuinfo_has_native_bf16()),
 ], ids=["cuda-without-a-gpu", "bf16-on-a-cpu-without-it"])
 def test_a_run_whose_models_cannot_train_here_stops_before_its_first_job(tmp_path, train, expected, applies):
     if not applies():
