@@ -399,7 +399,11 @@ def cannot_train_here(variants: dict[str, VariantConfig], names: Iterable[str]) 
     before it reads anything (``train.device`` names a device that is not here; ``train.bf16`` on a
     CPU that would emulate bf16), made once for all of them. The workflow asks this before its first
     job when its jobs run here, so that a run does not spend its corpus work and then stop at the
-    first training; on a cluster each node's trainer decides for itself. Imports torch."""
+    first training; on a cluster each node's trainer decides for itself. Imports torch, only when
+    there is something to train."""
+    names = list(names)
+    if not names:
+        return None
     from nmtlib.checkpoint import select_device
     from nmtlib.precision import require_bf16
 
