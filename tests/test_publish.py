@@ -261,6 +261,13 @@ def test_findings_beside_another_experiments(tmp_path: Path) -> None:
     assert rows[3][:2] == [second, "unit"] and rows[4][1:] == ["unit-back", "—", "—", "—", "not tested"]
     # every claim tested in either, each once per experiment
     assert len(rows) - 1 == 2 * len(tested)
+    # a published page's folder serves as well (results folders are not committed): the same section
+    published = root / "docs" / "results" / "unit-back"
+    published.mkdir(parents=True)
+    (other / "tables" / "findings.csv").rename(published / "findings.csv")
+    code, again = publish(root, "--beside", str(published))
+    assert code == 0
+    assert again.read_text(encoding="utf-8").split("## Beside `unit-back`")[1].split("\n## ")[0] == section
     # an experiment without a report is one line naming it
     run = subprocess.run([sys.executable, "-m", "nmtlib", "publish", "--results", str(results), "--out",
                           str(out), "--command", "x", "--hardware", "y", "--beside", str(root / "results" / "none")],

@@ -25,9 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hardware", required=True, help="the machine it ran on, in words")
     p.add_argument("--title", default=None, help="the page's title (default: 'Reference results: <experiment>')")
     p.add_argument("--intro", type=Path, default=None, help="a Markdown file whose text opens the page")
-    p.add_argument("--beside", type=Path, action="append", default=[], metavar="RESULTS",
-                   help="another experiment's results folder whose findings the page sets beside this one's "
-                        "(repeatable), e.g. the other direction of the same corpus")
+    p.add_argument("--beside", type=Path, action="append", default=[], metavar="FOLDER",
+                   help="another experiment whose findings the page sets beside this one's (repeatable), e.g. the "
+                        "other direction of the same corpus: its results folder (results/<exp>) or its published "
+                        "page's folder (docs/results/<exp>)")
     p.set_defaults(func=run)
 
 
