@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--intro", type=Path, default=None, help="a Markdown file whose text opens the page")
     p.add_argument("--beside", type=Path, action="append", default=[], metavar="FOLDER",
                    help="another experiment whose findings the page sets beside this one's (repeatable), e.g. the "
-                        "other direction of the same corpus: its results folder (results/<exp>) or its published "
-                        "page's folder (docs/results/<exp>)")
+                        f"other direction of the same corpus: its results folder ({Layout.of('<exp>').root}) or its "
+                        "published page's folder (docs/results/<exp>)")
     p.set_defaults(func=run)
 
 
