@@ -247,8 +247,12 @@ def test_findings_beside_another_experiments(tmp_path: Path) -> None:
     back.loc[i, ["ours_diff", "ci_low", "ci_high", "verdict"]] = [-0.5, -0.9, -0.1, "does not hold"]
     back.loc[back["claim"] == second, "verdict"] = "not tested"
     back.to_csv(other / "tables" / "findings.csv", index=False)
+    before = {p: p.read_bytes() for p in other.rglob("*") if p.is_file()}
     code, out = publish(root, "--beside", str(other))
     assert code == 0
+    # the page's own files go beside the page, and the other experiment's folder is only read
+    assert (out.parent / out.stem / "findings.csv").exists()
+    assert {p: p.read_bytes() for p in other.rglob("*") if p.is_file()} == before
     page = out.read_text(encoding="utf-8")
     assert "## Beside `unit-back`" in page
     section = page.split("## Beside `unit-back`")[1].split("\n## ")[0]
@@ -265,8 +269,10 @@ def test_findings_beside_another_experiments(tmp_path: Path) -> None:
     published = root / "docs" / "results" / "unit-back"
     published.mkdir(parents=True)
     (other / "tables" / "findings.csv").rename(published / "findings.csv")
+    before = {p: p.read_bytes() for p in published.rglob("*") if p.is_file()}
     code, again = publish(root, "--beside", str(published))
     assert code == 0
+    assert {p: p.read_bytes() for p in published.rglob("*") if p.is_file()} == before
     assert again.read_text(encoding="utf-8").split("## Beside `unit-back`")[1].split("\n## ")[0] == section
     # an experiment without a report is one line naming it
     run = subprocess.run([sys.executable, "-m", "nmtlib", "publish", "--results", str(results), "--out",

@@ -527,8 +527,8 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     lines += ["## Findings", "", *findings_section(findings, ribes)]
     if beside:
         others = {}
-        for folder in beside:
-            others[folder.name] = pd.read_csv(findings_of(folder))
+        for other in beside:  # not ``folder``: that is this page's own, where its files go below
+            others[other.name] = pd.read_csv(findings_of(other))
         lines += beside_section({experiment: findings, **others})
     shown = [c for col in SUMMARY_SHOWN for c in (col, f"{col}_sd") if c in summary.columns]
     lines += ["## Summary", "", "One row per variant and ensemble, decoded at τ = ∞; means over seeds ± their "
