@@ -226,12 +226,12 @@ def findings_of(folder: Path) -> Path:
     """Another experiment's findings for ``--beside``: its results folder's
     (``results/<experiment>/tables/findings.csv``) or, where only the page is at hand (a results
     folder is not committed), its published page's copy (``docs/results/<experiment>/findings.csv``)."""
-    for path in (Layout(folder).table("findings"), published_table(folder, "findings")):
+    results, page = Layout(folder).table("findings"), published_table(folder, "findings")
+    for path in (results, page):
         if path.exists():
             return path
-    raise FileNotFoundError(f"{Layout(folder).table('findings')} does not exist, nor a published page's "
-                            f"{published_table(folder, 'findings').name} in {folder}: run that experiment's report "
-                            f"first, or name its page's folder (--beside {folder})")
+    raise FileNotFoundError(f"{results} does not exist, nor a published page's {page.name} in {folder}: run that "
+                            f"experiment's report first, or name its page's folder (--beside {folder})")
 
 
 def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
