@@ -330,6 +330,42 @@ def test_the_index_sets_every_published_page_and_its_claims_side_by_side(tmp_pat
     assert len(matrix) - 1 == len(tested)  # every claim tested by either page, once
 
 
+def test_a_claim_worded_per_direction_is_one_claim_across_experiments(tmp_path: Path) -> None:
+    """Shu's τ = 1.2 window claim reads "under half the" scores where the paper shows that (De→En) and
+    "fewer" where it does not (En→Ja): beside each other, and in the index, it is one claim with a row
+    per experiment, not two claims each untested on the other side."""
+    from nmtlib.report.publish import beside_section, results_index
+
+    def findings(claim: str, paper: float, ours: float, low: float, high: float) -> pd.DataFrame:
+        return pd.DataFrame([{"claim": claim, "metric": "window (A vs B: change %)", "paper_diff": paper,
+                              "ours_diff": ours, "ci_low": low, "ci_high": high, "verdict": "holds"}])
+
+    deen = findings("Flexible Attention at τ = 1.2 computes under half the attention scores", -62.32, -59.53,
+                    -67.55, -52.67)
+    enja = findings("Flexible Attention at τ = 1.2 computes fewer attention scores", -32.79, -20.0, -25.0, -15.0)
+    section = beside_section({"enja": enja, "deen": deen})
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in "\n".join(section).splitlines()
+            if line.startswith("|") and not line.startswith("|:")]
+    assert rows[1:] == [
+        ["Flexible Attention at τ = 1.2 computes fewer attention scores", "enja", "-32.79%", "-20.00%",
+         "[-25.00%, -15.00%]", "holds"],
+        ["", "deen", "-62.32%", "-59.53%", "[-67.55%, -52.67%]", "holds"],
+    ]
+    pages = tmp_path / "results"
+    for stem, df in (("deen", deen), ("enja", enja)):
+        (pages / stem).mkdir(parents=True)
+        (pages / f"{stem}.md").write_text(f"# {stem}\n", encoding="utf-8")
+        df.to_csv(pages / stem / "findings.csv", index=False)
+        pd.DataFrame([{"variant": "flex", "attention": "flexible", "runs": 1, "bleu_before_unk_replace": 30.0}]
+                     ).to_csv(pages / stem / "summary.csv", index=False)
+    text = results_index(pages).read_text(encoding="utf-8")
+    matrix = [[c.strip() for c in line.strip("|").split("|")] for line in text.split("## The papers' claims")[1]
+              .splitlines() if line.startswith("|") and not line.startswith("|:")]
+    assert matrix == [["claim", "deen", "enja"],
+                      ["Flexible Attention at τ = 1.2 computes fewer attention scores",
+                       "holds: -59.53% [-67.55%, -52.67%]", "holds: -20.00% [-25.00%, -15.00%]"]]
+
+
 def test_publish_before_the_report_is_a_one_line_error(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "nmtlib", "publish", "--results", str(tmp_path / "none"),
                           "--out", str(tmp_path / "x.md"), "--command", "c", "--hardware", "h"],

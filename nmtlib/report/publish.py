@@ -38,6 +38,7 @@ import shlex
 import shutil
 import subprocess
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +49,7 @@ from nmtlib.errors import NmtlibError
 from nmtlib.files import read_lines
 from nmtlib.layout import RAW_TEXT, Layout, Logs
 from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
-from nmtlib.report.findings import CRITERIA, counts, verdict_summary
+from nmtlib.report.findings import CRITERIA, claim_name, counts, verdict_summary
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
 from nmtlib.report.paper import FIGURES, TABLES
 from nmtlib.report.significance import NO_VERDICT, UNTESTED, VERDICTS
@@ -234,16 +235,27 @@ def findings_of(folder: Path) -> Path:
                             f"experiment's report first, or name its page's folder (--beside {folder})")
 
 
+def _tested_claims(findings: Iterable[pd.DataFrame]) -> list[str]:
+    """Every claim that one of ``findings`` tests, by its name across experiments (:func:`claim_name`), in order."""
+    return list(dict.fromkeys(claim_name(c) for df in findings for c in df.loc[df["verdict"] != UNTESTED, "claim"]))
+
+
+def _claim_rows(findings: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The rows of ``findings`` of the claim that goes by ``name`` across experiments, whatever its wording here."""
+    return findings[findings["claim"].map(claim_name) == name]
+
+
 def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
     """The findings of several experiments side by side (this one first): every claim that one of
     them tests, one row per experiment, each with its own paper difference (a claim's paper number
-    follows the experiment's direction), ours, the interval and the verdict."""
+    follows the experiment's direction, and so may its wording: the row goes by the claim's one name,
+    :func:`nmtlib.report.findings.claim_name`), ours, the interval and the verdict."""
     names = list(experiments)
-    claims = list(dict.fromkeys(c for df in experiments.values() for c in df.loc[df["verdict"] != UNTESTED, "claim"]))
+    claims = _tested_claims(experiments.values())
     rows = []
     for claim in claims:
         for i, name in enumerate(names):
-            found = experiments[name][experiments[name]["claim"] == claim]
+            found = _claim_rows(experiments[name], claim)
             cells = (_finding_cells(found.iloc[0]) if not found.empty and found.iloc[0]["verdict"] != UNTESTED else
                      {"paper": MISSING, "ours": MISSING, "95% interval": MISSING, "verdict": UNTESTED})
             rows.append({"claim": claim if i == 0 else "", "experiment": name, **cells})
@@ -295,7 +307,7 @@ def results_index(folder: Path) -> Path:
     lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), "",
               "*Best variant*: the highest mean test BLEU over a variant's seeds (tokenized, before unknown-word "
               "replacement, τ = ∞), ± the standard deviation over them.", ""]
-    claims = list(dict.fromkeys(c for _, _, f in pages.values() for c in f.loc[f["verdict"] != UNTESTED, "claim"]))
+    claims = _tested_claims(f for _, _, f in pages.values())
     lines += ["## The papers' claims across experiments", ""]
     if not claims:
         return _write_index(folder, [*lines, "No page tests a claim yet."])
@@ -303,7 +315,7 @@ def results_index(folder: Path) -> Path:
     for claim in claims:
         row = {"claim": claim}
         for stem, (_, _, findings) in pages.items():
-            found = findings[findings["claim"] == claim]
+            found = _claim_rows(findings, claim)
             if found.empty or found.iloc[0]["verdict"] == UNTESTED:
                 row[stem] = UNTESTED
             else:
