@@ -210,6 +210,48 @@ def test_ribes_is_compared_beside_bleu_sentence_by_sentence(tmp_path):
     assert 0 < r.ribes_ci_low <= r.ribes_diff <= r.ribes_ci_high <= 1.0 and 0 < r.ribes_p_value < 1
 
 
+def _unk_variant(spec) -> str:
+    """The variant the unknown-word claim compares with itself (its ``compared``: "A: x vs B: x")."""
+    compared = _claim(findings_table(spec), "Unknown-word replacement").compared
+    return compared.split(" vs ")[0].removeprefix("A: ")
+
+
+def test_replacement_with_nothing_to_replace_is_not_tested(tmp_path):
+    """Translations without a single <unk> (a Ja→En model that never emits one): replacement
+    changes nothing because it has nothing to act on; that tests nothing of the claim."""
+    spec = make_experiment(tmp_path / "results")
+    name = _unk_variant(spec)
+    with_translations(tmp_path / "results", {name: TGT})
+    unk = _claim(findings_table(spec), "Unknown-word replacement")
+    assert (unk.verdict, unk.reason) == (UNTESTED, "no unknown word in the output to replace")
+    assert f"{name}'s test translations have no unknown word" in unk.note
+
+
+def test_replacement_that_puts_no_word_of_the_reference_does_not_hold(tmp_path):
+    """Every sentence's second word decoded as <unk> and replaced by a source word of another script
+    (here "zz"), which no reference has: both outputs match the references in exactly the same
+    n-grams and lengths, so every resample's difference is 0: replacement raised nothing."""
+    spec = make_experiment(tmp_path / "results")
+    name = _unk_variant(spec)
+    decoded = [" ".join("<unk>" if k == 1 else w for k, w in enumerate(t.split())) for t in TGT]
+    replaced = [line.replace("<unk>", "zz") for line in decoded]
+    for seed in ("seed1", "seed2"):
+        prefix = tmp_path / "results" / "translations" / name / seed / "test.beam5"
+        for ext, lines in ((".txt", decoded), (".unk.txt", replaced)):
+            Path(f"{prefix}{ext}").write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+        path = tmp_path / "results" / "scores" / name / seed / "test.beam5.json"
+        scores = json.loads(path.read_text())
+        scores["bleu"]["bleu"], scores["bleu_unk"]["bleu"] = sacre_bleu(decoded), sacre_bleu(replaced)
+        path.write_text(json.dumps(scores))
+    unk = _claim(findings_table(spec), "Unknown-word replacement")
+    assert unk.ours_a == unk.ours_b == pytest.approx(sacre_bleu(decoded))
+    assert (unk.ours_diff, unk.ci_low, unk.ci_high, unk.verdict) == (0.0, 0.0, 0.0, FAILS)
+    # one unknown word in each of 6 sentences of 3 + 7 + 15 + ... words, none replaced by a reference word
+    words = sum(len(t.split()) for t in TGT)
+    assert f"{100 * len(TGT) / words:.2f}% of the output words are unknown, 0% of them replaced" in unk.note
+    assert "interval at or below 0 → does not hold" in unk.criterion
+
+
 def test_the_opposite_direction_does_not_hold(tmp_path):
     spec = make_experiment(tmp_path / "results")
     with_translations(tmp_path / "results", {"local-p": POOR, "global-feed": TGT})

@@ -142,6 +142,11 @@ HALF = Criterion(-50.0, False, "window change ≤ −50%", below=True)
     (HALF, -55.0, -58.0, -52.0, HOLDS),
     (HALF, -49.77, -50.5, -49.0, INCONCLUSIVE),  # the reference page's "−49.77% against −50%"
     (HALF, -30.0, -33.0, -27.0, FAILS),
+    # no resample changed anything: a strict "> 0" is missed by every value of [0, 0], a "≥ 0" met
+    (BETTER, 0.0, 0.0, 0.0, FAILS),
+    (Criterion(0.0, False, "A − B ≥ 0"), 0.0, 0.0, 0.0, INCONCLUSIVE),
+    (Criterion(0.0, True, "window change < 0%", below=True), 0.0, 0.0, 0.0, FAILS),
+    (HALF, -50.0, -50.0, -50.0, HOLDS),  # −50% itself meets "≤ −50%", and [−50, −50] lies below 0
 ])
 def test_verdicts(criterion, diff, low, high, expected):
     assert verdict(criterion, diff, _interval(low, high)) == expected

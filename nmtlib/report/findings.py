@@ -14,7 +14,7 @@ sentences the same way. ``ours_a`` and ``ours_b`` are means over seeds with thei
 deviations (``ours_a_sd``, ``ours_b_sd``). The verdict (``criterion`` states it per row):
 
 - ``holds``: the paper's direction and criterion met, the interval beyond 0 on the paper's side;
-- ``does not hold``: the whole interval on the other side of the criterion's bound;
+- ``does not hold``: no value of the interval meets the criterion;
 - ``inconclusive``: within the noise (or no interval, said in ``note``);
 - ``no verdict: smoke run``: a side's models were stopped by ``train.max_steps``;
 - ``not tested``: the experiment has no variant (or decoding) for one side; ``reason`` says why
@@ -87,12 +87,14 @@ def claim_name(claim: str) -> str:
     """The name a findings row's ``claim`` goes by across experiments (:data:`SAME_CLAIM`)."""
     return SAME_CLAIM.get(claim, claim)
 
+
 #: why a claim is not tested, in a few words (``reason``; the landing page folds untested claims by it)
 NO_ROWS = "no variant regenerates the paper's rows"
 NO_VARIANT = "the experiment has no variant of the kind the claim needs"
 NOT_DECODED = "not decoded at the paper's τ"
 NO_RESULTS = "no results yet"
 NO_UNK_REPLACE = "decoded without unknown-word replacement"
+NO_UNKNOWN_WORDS = "no unknown word in the output to replace"
 
 
 class Missing(NamedTuple):
@@ -399,6 +401,10 @@ def _unk_replacement(ctx: _Context) -> Iterator[dict[str, Any]]:
     if name is not None and not ctx.spec.variants[name]["decode"].get("unk_replace", True):
         yield _row(ctx, claim, LUONG_TABLE1.citation, None, None, pa.values["bleu"], pb.values["bleu"], BETTER,
                    Missing(NO_UNK_REPLACE, f"{name} is decoded with decode.unk_replace: false"))
+        return
+    if name is not None and ctx.ours.value(name, UNK_WORDS) == 0:  # in every run: the claim has nothing to act on
+        yield _row(ctx, claim, LUONG_TABLE1.citation, None, None, pa.values["bleu"], pb.values["bleu"], BETTER,
+                   Missing(NO_UNKNOWN_WORDS, f"{name}'s test translations have no unknown word"), note)
         return
     a = Side(name, metric=BLEU_UNK) if name else None
     note = "; ".join(x for x in ("A: after replacement, B: before, the same translation", _unknowns(ctx, name), note)

@@ -216,23 +216,26 @@ class Criterion:
         """The criterion and the verdicts it gives, in words (the findings' ``criterion`` column)."""
         side, other = ("below", "above") if self.below else ("above", "below")
         beyond, bound = (f"{x:g}".replace("-", "−") for x in (self.beyond, self.bound))
+        other = f"at or {other}" if self.strict else other  # a strict bound itself misses the criterion
         return (f"{self.text}, interval {side} {beyond} → holds; interval {other} {bound} → does not hold; "
                 "else inconclusive")
 
 
 def verdict(criterion: Criterion, diff: float, interval: Interval | None) -> str:
     """*holds*: the criterion met and the interval beyond ``criterion.beyond`` on the paper's side;
-    *does not hold*: the whole interval on the other side of the criterion's bound (the opposite
-    direction, significantly, for a claim of direction); *inconclusive*: neither, or no interval."""
+    *does not hold*: no value of the interval meets the criterion (the opposite direction,
+    significantly, for a claim of direction; for a strict one, an interval of exactly 0 as well: a
+    change that no resample shows is no gain); *inconclusive*: neither, or no interval."""
     if interval is None:
         return INCONCLUSIVE
+    # the interval's end nearest the paper's side: if even it misses the criterion, every value does
     if criterion.below:
         if criterion.met(diff) and interval.high < criterion.beyond:
             return HOLDS
-        return FAILS if interval.low > criterion.bound else INCONCLUSIVE
+        return INCONCLUSIVE if criterion.met(interval.low) else FAILS
     if criterion.met(diff) and interval.low > criterion.beyond:
         return HOLDS
-    return FAILS if interval.high < criterion.bound else INCONCLUSIVE
+    return INCONCLUSIVE if criterion.met(interval.high) else FAILS
 
 
 #: how the interval and the verdict are made, in one paragraph (table notes, docs)
@@ -244,6 +247,6 @@ METHOD = (
     "of the seed means (Welch; paired by seed for one model scored two ways); a side of one seed takes the seed "
     "variance pooled over the experiment's variants that have several, where there are any. A verdict holds when the criterion is "
     "met and the interval lies beyond 0 on the paper's side (for 'as good as', above the allowed loss); it does not "
-    "hold when the whole interval is on the other side of the criterion's bound; otherwise it is inconclusive. "
+    "hold when no value of the interval meets the criterion; otherwise it is inconclusive. "
     f"Models stopped by train.max_steps give '{NO_VERDICT}'."
 )
