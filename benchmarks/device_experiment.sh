@@ -73,10 +73,11 @@ progress() {
 
 poll() {
   [ -e "$STATE/start" ] || { echo "poll: nothing started ($STATE)" >&2; exit 2; }
-  local until=$(( $(date +%s) + ${1:-540} ))
+  local until=$(( $(date +%s) + ${1:-540} )) next=0
+  # progress every 30 s; the end is noticed within a second
   while [ ! -e "$STATE/end" ] && [ "$(date +%s)" -lt "$until" ]; do
-    progress
-    sleep 30
+    if [ "$(date +%s)" -ge "$next" ]; then progress; next=$(( $(date +%s) + 30 )); fi
+    sleep 1
   done
   progress
   if [ -e "$STATE/end" ]; then
