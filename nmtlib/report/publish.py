@@ -240,9 +240,13 @@ def _tested_claims(findings: Iterable[pd.DataFrame]) -> list[str]:
     return list(dict.fromkeys(claim_name(c) for df in findings for c in df.loc[df["verdict"] != UNTESTED, "claim"]))
 
 
-def _claim_rows(findings: pd.DataFrame, name: str) -> pd.DataFrame:
-    """The rows of ``findings`` of the claim that goes by ``name`` across experiments, whatever its wording here."""
-    return findings[findings["claim"].map(claim_name) == name]
+def _claim_cells(findings: pd.DataFrame, name: str) -> dict[str, str] | None:
+    """The page cells (:func:`_finding_cells`) of the claim that goes by ``name`` across experiments,
+    whatever its wording in ``findings``; None where ``findings`` does not test it."""
+    found = findings[findings["claim"].map(claim_name) == name]
+    if found.empty or found.iloc[0]["verdict"] == UNTESTED:
+        return None
+    return _finding_cells(found.iloc[0])
 
 
 def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
@@ -255,9 +259,8 @@ def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
     rows = []
     for claim in claims:
         for i, name in enumerate(names):
-            found = _claim_rows(experiments[name], claim)
-            cells = (_finding_cells(found.iloc[0]) if not found.empty and found.iloc[0]["verdict"] != UNTESTED else
-                     {"paper": MISSING, "ours": MISSING, "95% interval": MISSING, "verdict": UNTESTED})
+            cells = (_claim_cells(experiments[name], claim)
+                     or {"paper": MISSING, "ours": MISSING, "95% interval": MISSING, "verdict": UNTESTED})
             rows.append({"claim": claim if i == 0 else "", "experiment": name, **cells})
     lines = [f"## Beside {', '.join(f'`{n}`' for n in names[1:])}", "",
              f"Every claim that `{names[0]}` or {', '.join(f'`{n}`' for n in names[1:])} tests, one row per "
@@ -315,12 +318,9 @@ def results_index(folder: Path) -> Path:
     for claim in claims:
         row = {"claim": claim}
         for stem, (_, _, findings) in pages.items():
-            found = _claim_rows(findings, claim)
-            if found.empty or found.iloc[0]["verdict"] == UNTESTED:
-                row[stem] = UNTESTED
-            else:
-                cells = _finding_cells(found.iloc[0])
-                row[stem] = f"{cells['verdict']}: {cells['ours']} {cells['95% interval']}".replace(f" {MISSING}", "")
+            cells = _claim_cells(findings, claim)
+            row[stem] = (UNTESTED if cells is None else
+                         f"{cells['verdict']}: {cells['ours']} {cells['95% interval']}".replace(f" {MISSING}", ""))
         matrix.append(row)
     lines += ["Each claim that some page tests, and each page's verdict with our difference A − B and its 95% "
               "interval (window claims in percent). The rows compared, the paper's own difference for that page's "
