@@ -10,8 +10,10 @@ verdicts the test sentences decide.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from sacrebleu.metrics.bleu import BLEU
@@ -360,3 +362,38 @@ def test_a_variant_of_one_seed_is_compared_with_the_experiments_seed_spread(tmp_
     spec.variant_seeds.update({name: [1] for name in spec.variants})
     r = _claim(findings_table(spec), claim)
     assert (r.ci_low, r.ci_high) == (0.0, 0.0)
+
+
+def test_a_perplexity_claim_of_one_seed_resamples_each_sentences_nll(tmp_path):
+    """global-feed mapped to Luong's global (concat), local-p to global (dot), one seed throughout:
+    the interval of the perplexity difference comes from the test sentences' NLL rows, as a
+    brute-force bootstrap of them gives it (sacreBLEU's resamples, each one's perplexity
+    exp(ΣNLL / Σtokens) from its own sentences). Without the rows there is no interval."""
+    root = tmp_path / "results"
+    spec = make_experiment(root)
+    spec.variants["global-feed"]["paper_row"] = {"luong_table4": "global-concat"}
+    spec.variants["local-p"]["paper_row"] = {"luong_table4": "global-dot"}
+    spec.variant_seeds.update({name: [1] for name in spec.variants})
+    claim = "global (concat) has a higher perplexity than global (dot)"
+    assert "no interval: the per-sentence scores of test perplexity" in _claim(findings_table(spec), claim).note
+
+    tokens = [len(t.split()) + 1 for t in TGT]
+    # A is worse than B on every sentence, by more on the long ones
+    nll = {"global-feed": [t * (2.2 + 0.05 * (t % 3)) for t in tokens], "local-p": [t * 2.0 for t in tokens]}
+    ppl = {}
+    for name, values in nll.items():
+        path = root / "scores" / name / "seed1" / "test.ppl.json"
+        ppl[name] = math.exp(sum(values) / sum(tokens))
+        path.write_text(json.dumps({"ppl": ppl[name], "dev_ppl": 5.0,
+                                    "sentences": [[v, t] for v, t in zip(values, tokens)]}))
+    r = _claim(findings_table(spec), claim)
+    assert r.compared == "A: global-feed vs B: local-p"
+    assert r.ours_diff == pytest.approx(ppl["global-feed"] - ppl["local-p"], abs=1e-4)
+    idx = np.random.default_rng(12345).choice(len(TGT), size=(1000, len(TGT)), replace=True)
+
+    def resampled(values: list[float]) -> np.ndarray:
+        return np.array([math.exp(sum(values[j] for j in row) / sum(tokens[j] for j in row)) for row in idx])
+
+    diffs = np.sort(resampled(nll["global-feed"]) - resampled(nll["local-p"]))
+    assert (r.ci_low, r.ci_high) == (pytest.approx(diffs[25], abs=1e-4), pytest.approx(diffs[974], abs=1e-4))
+    assert 0 < r.ci_low < r.ours_diff < r.ci_high and r.verdict == HOLDS

@@ -138,7 +138,13 @@ def _mean(values) -> float:
 
 
 def run_perplexity(args: argparse.Namespace) -> int:
-    from nmtlib.metrics.perplexity import perplexity
+    """The references' perplexity under the model, from the summed NLL of batched forced decoding,
+    and each sentence's NLL and token count (:data:`nmtlib.metrics.perplexity.SENTENCES`), for the
+    findings' paired bootstrap. The sentences are scored one at a time through the same
+    :func:`nmtlib.train.trainer.evaluate_nll` (it returns sums only); they add up to ``nll`` within
+    float rounding."""
+    from nmtlib.data.batching import ParallelData
+    from nmtlib.metrics.perplexity import SENTENCES, perplexity
     from nmtlib.train.trainer import evaluate_nll
 
     model, record, data, device = load_forced_decoding_inputs(args)
@@ -148,9 +154,10 @@ def run_perplexity(args: argparse.Namespace) -> int:
         ppl = perplexity(nll, tokens)
     except ValueError as err:  # no target token (empty test set), or a NaN log-likelihood
         raise NmtlibError(f"{args.model} on {args.src} / {args.tgt}: {err}") from None
-    result = {"ppl": ppl, "nll": nll, "tokens": tokens, "dev_ppl": record["dev_ppl"],
-              "step": record["step"]}
-    return _result(args.out, result, result)
+    sentences = [list(evaluate_nll(model, ParallelData([src], [tgt]), 1, device))
+                 for src, tgt in zip(data.src, data.tgt or [])]
+    summary = {"ppl": ppl, "nll": nll, "tokens": tokens, "dev_ppl": record["dev_ppl"], "step": record["step"]}
+    return _result(args.out, {**summary, SENTENCES: sentences}, summary)
 
 
 def run_alignment(args: argparse.Namespace) -> int:

@@ -200,6 +200,11 @@ class _Context:
                 if values is not None and len(values) == len(self.refs):
                     stat = Statistic()
                     stats = stat.sentences(values)
+            elif m.sums is not None and self.refs is not None:
+                rows = m.sums(files)
+                if rows is not None and len(rows) == len(self.refs):
+                    stat = Statistic(of_sums=m.of_sums)
+                    stats = stat.sentences(rows)
             self._samples[key] = (None if stat is None or stats is None else
                                   Sample(stat.full(stats, keep), stat.resampled(stats, self.idx, keep)))
         return self._samples[key]
@@ -273,10 +278,11 @@ def _interval_cells(interval: Interval | None, prefix: str = "") -> dict[str, An
 
 def _no_interval(a: Side) -> str:
     """Why a comparison has no interval (one run per side and nothing to resample)."""
-    if METRICS[a.metric].statistics is None and METRICS[a.metric].sentences is None:
-        return (f"no interval: {METRICS[a.metric].label} has no per-sentence scores to resample, and the seeds' "
-                "spread needs two runs")
-    return "no interval: the translations to resample are missing, and the seeds' spread needs two runs"
+    m = METRICS[a.metric]
+    if m.statistics is None and m.sentences is None and m.sums is None:
+        return f"no interval: {m.label} has no per-sentence scores to resample, and the seeds' spread needs two runs"
+    what = "the translations" if m.sums is None else f"the per-sentence scores of {m.label}"
+    return f"no interval: {what} to resample are missing, and the seeds' spread needs two runs"
 
 
 def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None, paper_a: float | None,

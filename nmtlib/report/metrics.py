@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from sacrebleu.metrics.base import Metric as SacreMetric
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
@@ -32,6 +33,7 @@ from sacrebleu.metrics.chrf import CHRF
 from nmtlib.data.vocab import UNK
 from nmtlib.files import read_lines
 from nmtlib.layout import DETAILS, RAW_TEXT, REPLACED_TEXT, Layout
+from nmtlib.metrics.perplexity import SENTENCES, perplexity
 from nmtlib.metrics.ribes import SCORED_CASE_SENSITIVE, corpus_ribes
 from nmtlib.metrics.unknowns import UnknownWords, unknown_words
 from nmtlib.metrics.window import sentence_window
@@ -119,8 +121,13 @@ class Metric:
     #: the sacreBLEU metric whose sentence statistics the paired bootstrap resamples
     statistics: Callable[[], SacreMetric] | None = None
     #: for a metric that is a mean over sentences, each sentence's value (what the bootstrap
-    #: resamples instead); a metric with neither has no interval over sentences (perplexity)
+    #: resamples instead)
     sentences: Callable[[RunFiles], list[float] | None] | None = None
+    #: for a metric of other per-sentence sums, each sentence's row of them (perplexity: NLL and
+    #: tokens), and ``of_sums`` the metric of their totals; a metric with none of these three has
+    #: no interval over sentences
+    sums: Callable[[RunFiles], list[list[float]] | None] | None = None
+    of_sums: Callable[[np.ndarray], float] | None = None
 
 
 #: the report's metrics, in the order of the summary's columns
@@ -203,6 +210,18 @@ def sentence_windows(files: RunFiles) -> list[float] | None:
                                          for d in details]
 
 
+def sentence_nll(files: RunFiles) -> list[list[float]] | None:
+    """Each test sentence's ``[NLL, tokens]`` under the model (the perplexity scores'
+    :data:`nmtlib.metrics.perplexity.SENTENCES`), or None where the scores do not have them."""
+    scores = files.json("ppl")
+    return None if scores is None else scores.get(SENTENCES)
+
+
+def perplexity_of_sums(sums: np.ndarray) -> float:
+    """The perplexity of summed ``[NLL, tokens]`` rows."""
+    return perplexity(float(sums[0]), int(round(float(sums[1]))))
+
+
 def ribes_sentences(text: str) -> Callable[[RunFiles], list[float] | None]:
     """Each test sentence's RIBES of a translation's ``text``, as the workflow's score averages them
     (RIBES is the mean of sentence scores: :mod:`nmtlib.metrics.ribes`), for the findings' bootstrap."""
@@ -231,7 +250,7 @@ for _metric in (
     Metric("dev_ppl", "dev perplexity", "dev perplexity of the model kept (the epoch of lowest dev perplexity)",
            _from_json("ppl", "dev_ppl"), MODEL),
     Metric("test_ppl", "test perplexity", "test perplexity of the model kept (lowest dev perplexity)",
-           _from_json("ppl", "ppl"), MODEL),
+           _from_json("ppl", "ppl"), MODEL, sums=sentence_nll, of_sums=perplexity_of_sums),
     Metric("bleu_before_unk_replace", "test BLEU before unk replacement",
            "tokenized BLEU (multi-bleu.perl) of the test translation as decoded, before unknown-word replacement",
            _from_json(None, "bleu", "bleu"), family="bleu", text=RAW, statistics=tokenized_bleu_statistics),

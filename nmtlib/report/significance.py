@@ -30,8 +30,9 @@ resampled absolute differences, centred, larger than the observed one; 1 where n
 all, which sacreBLEU would call 1/1001). With 2 seeds the
 seed term has one or two degrees of freedom (a 95% t quantile of 12.7 or 4.3): only differences
 well beyond the seeds' spread are conclusive, as they should be when two runs are all there is.
-A metric without per-sentence statistics (perplexity) gets the seed term alone, and no interval
-with one seed.
+Test perplexity resamples each sentence's NLL and token count (``nmtlib evaluate perplexity`` records
+them): a resample's perplexity is ``exp(ΣNLL / Σtokens)`` of its sentences, as the test set's is. A
+metric without per-sentence statistics gets the seed term alone, and no interval with one seed.
 
 The verdict (:func:`verdict`) reads the interval against the claim's criterion.
 """
@@ -66,24 +67,34 @@ def resample_indices(n: int) -> np.ndarray:
 
 
 class Statistic:
-    """A corpus score from per-sentence sufficient statistics: a sacreBLEU metric's, or (``metric``
-    None) the mean of one number per sentence (Shu & Nakayama's window)."""
+    """A corpus score from per-sentence sufficient statistics: a sacreBLEU metric's; or rows of sums
+    given per sentence, scored from their totals by ``of_sums`` (perplexity: ``[NLL, tokens]``,
+    ``exp(ΣNLL / Σtokens)``); or, with neither, the mean of one number per sentence (Shu &
+    Nakayama's window, RIBES)."""
 
-    def __init__(self, metric: Callable[[], SacreMetric] | None = None):
+    def __init__(self, metric: Callable[[], SacreMetric] | None = None,
+                 of_sums: Callable[[np.ndarray], float] | None = None):
         self.metric = metric() if metric is not None else None
+        self.of_sums = of_sums
 
-    def sentences(self, hyps: Sequence[str] | Sequence[float], refs: Sequence[str] | None = None) -> np.ndarray:
-        """``(n, k)`` statistics, float32 as sacreBLEU keeps them: of hypotheses against references,
-        or of per-sentence numbers (``[value, 1]`` rows, so that a sum over sentences divides)."""
-        if self.metric is None:
-            return np.array([[float(v), 1.0] for v in hyps], dtype="float32")
-        return np.array(self.metric._extract_corpus_statistics(list(hyps), [list(refs or [])]), dtype="float32")
+    def sentences(self, hyps: Sequence[str] | Sequence[float] | Sequence[Sequence[float]],
+                  refs: Sequence[str] | None = None) -> np.ndarray:
+        """``(n, k)`` statistics: of hypotheses against references (float32, as sacreBLEU keeps
+        them), the given rows of sums (float64: NLL sums are large), or per-sentence numbers
+        (``[value, 1]`` rows, so that a sum over sentences divides)."""
+        if self.metric is not None:
+            return np.array(self.metric._extract_corpus_statistics(list(hyps), [list(refs or [])]), dtype="float32")
+        if self.of_sums is not None:
+            return np.array(hyps, dtype="float64").reshape(len(hyps), -1)
+        return np.array([[float(v), 1.0] for v in hyps], dtype="float32")
 
     def score(self, sums: np.ndarray) -> float:
         """The corpus score of summed statistics (0 for an empty sample)."""
-        if self.metric is None:
-            return float(sums[0] / sums[1]) if sums[1] else 0.0
-        return float(self.metric._compute_score_from_stats(sums).score)
+        if self.metric is not None:
+            return float(self.metric._compute_score_from_stats(sums).score)
+        if self.of_sums is not None:
+            return float(self.of_sums(sums))
+        return float(sums[0] / sums[1]) if sums[1] else 0.0
 
     def resampled(self, stats: np.ndarray, idx: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
         """The score of every resample ``idx`` (rows of sentence indices); ``keep``: a per-sentence
