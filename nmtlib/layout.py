@@ -54,6 +54,9 @@ TEST = "test"
 MODEL, TRAIN_LOG, RECORD = "model.pt", "train_log.csv", "env.json"
 #: the experiment's decoding options of a variant, beside its model folders
 DECODE_SETTINGS = "decode.json"
+#: the key of a model's perplexity scores (``nmtlib evaluate perplexity``) that holds each test
+#: sentence's ``[NLL, tokens]``: the sums the findings' bootstrap resamples
+PPL_SENTENCES = "sentences"
 
 P = TypeVar("P", str, Path)
 

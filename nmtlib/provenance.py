@@ -20,6 +20,7 @@ does not name (the model is older than the option) is not a difference.
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,42 @@ def differences(record: dict[str, Any], variant: dict[str, Any], seed: int,
                 found.append(f"--{role.replace('_', '-')} {path} of other content than the model was trained on "
                              f"(sha256 {digests[key][:12]}…, not {named[role][1][:12]}…)")
     return found
+
+
+#: the package whose code trains a model; with every module of nmtlib it imports, directly or not,
+#: it is the code that decides the weights besides the options and the files (:func:`training_code`)
+TRAINER = "nmtlib.train"
+
+
+def training_code(package: Path = Path(__file__).parent) -> list[str]:
+    """The source files of :data:`TRAINER` and of every nmtlib module it imports, directly or not
+    (read from the sources, not imported), as paths from the repository root (``nmtlib/...``), sorted:
+    two commits at which these files are the same train the same model from the same options and
+    data (``nmtlib publish`` compares the commits a run's models were trained at)."""
+    root = package.parent
+
+    def source(module: str) -> Path | None:
+        path = root.joinpath(*module.split("."))
+        return next((p for p in (path.with_suffix(".py"), path / "__init__.py") if p.is_file()), None)
+
+    def imported(path: Path) -> set[str]:
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+            elif isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+        # a module's packages run their __init__ first
+        return {".".join(n.split(".")[:k]) for n in names if n.split(".")[0] == package.name
+                for k in range(1, n.count(".") + 2)}
+
+    start = source(TRAINER)
+    seen: set[Path] = set()
+    todo = [start, *sorted(start.parent.glob("*.py"))] if start is not None else []
+    while todo:
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo += [p for p in map(source, imported(path)) if p is not None and p not in seen]
+    return sorted(p.relative_to(root).as_posix() for p in seen)
+

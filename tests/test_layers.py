@@ -87,3 +87,23 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
         "nmtlib/data/x.py:2: data (layer 1) imports nmtlib.cli (layer 5)",
         "nmtlib/data/y.py:1: data (layer 1) imports nmtlib.checkpoint (layer 2)",
     ]
+
+
+def test_the_training_code_holds_every_module_training_loads():
+    """``nmtlib.provenance.training_code`` (what ``nmtlib publish`` compares across the commits a
+    run's models were trained at) holds every nmtlib module that importing the trainer loads, and no
+    module of a layer above training's."""
+    import subprocess
+    import sys
+
+    from nmtlib.provenance import training_code
+
+    code = ("import sys, nmtlib.train.trainer, nmtlib.train.step, nmtlib.train.graphs; "
+            "print('\\n'.join(m.__file__ for n, m in sys.modules.items() if n.split('.')[0] == 'nmtlib'))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    loaded = {Path(f).resolve().relative_to(ROOT).as_posix() for f in run.stdout.split()}
+    files = training_code()
+    assert loaded <= set(files), loaded - set(files)
+    assert "nmtlib/train/trainer.py" in files and "nmtlib/models/seq2seq.py" in files
+    assert not [f for f in files if LAYERS[f.split("/")[1].removesuffix(".py")] > LAYERS["train"]]

@@ -168,6 +168,39 @@ def test_the_commits_are_listed_oldest_first(tmp_path: Path) -> None:
     assert commits.endswith(f"`{newer[:12]}` (tables, findings and this page) |")
 
 
+def test_the_page_says_whether_the_training_code_differs_between_the_models_commits(tmp_path: Path) -> None:
+    """Three real commits: the second changes only report code, the third a model's cell. The page
+    names the third change and not the second; with the first two commits only, the code is the same."""
+    root, results = reported_experiment(tmp_path)
+    shas = []
+    for k, (path, text) in enumerate((("nmtlib/train/trainer.py", "a"), ("nmtlib/report/tables.py", "b"),
+                                      ("nmtlib/models/cells.py", "c"))):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+        day = f"2026-01-0{k + 1}T00:00:00"
+        env = {**os.environ, "GIT_AUTHOR_DATE": day, "GIT_COMMITTER_DATE": day, "GIT_AUTHOR_NAME": "t",
+               "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+        subprocess.run(["git", "-C", str(root), "add", path], check=True)
+        subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", path], check=True, env=env)
+        shas.append(subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                                   text=True, check=True).stdout.strip())
+
+    def row(*trained_at: str) -> str:
+        for variant, sha in zip(("base", "local-p", "flex"), trained_at):
+            (results / "models" / variant / "seed1" / "env.json").write_text(json.dumps({"git_commit": sha}))
+        code, out = publish(root)
+        assert code == 0
+        rows = [line for line in out.read_text(encoding="utf-8").splitlines() if line.startswith("| training code |")]
+        return rows[0] if rows else ""
+
+    first, second, third = shas
+    text = row(first, second, third)
+    assert f"`{second[:12]}` → `{third[:12]}`: nmtlib/models/cells.py" in text
+    assert f"`{first[:12]}` → `{second[:12]}`" not in text and "nmtlib/report" not in text
+    assert "the same at these 2 commits" in row(first, second, second)
+    assert row(first, first, first) == ""  # one commit: nothing to compare
+
+
 def test_counts_are_integers_in_the_tables(tmp_path: Path) -> None:
     """Bahdanau Table 1's no-UNK sentence count (4 in the fixture) was printed as 4.00."""
     results = tmp_path / "results" / "unit"

@@ -139,12 +139,13 @@ def _mean(values) -> float:
 
 def run_perplexity(args: argparse.Namespace) -> int:
     """The references' perplexity under the model, from the summed NLL of batched forced decoding,
-    and each sentence's NLL and token count (:data:`nmtlib.metrics.perplexity.SENTENCES`), for the
+    and each sentence's NLL and token count (:data:`nmtlib.layout.PPL_SENTENCES`), for the
     findings' paired bootstrap. The sentences are scored one at a time through the same
     :func:`nmtlib.train.trainer.evaluate_nll` (it returns sums only); they add up to ``nll`` within
     float rounding."""
     from nmtlib.data.batching import ParallelData
-    from nmtlib.metrics.perplexity import SENTENCES, perplexity
+    from nmtlib.layout import PPL_SENTENCES
+    from nmtlib.metrics.perplexity import perplexity
     from nmtlib.train.trainer import evaluate_nll
 
     model, record, data, device = load_forced_decoding_inputs(args)
@@ -157,7 +158,7 @@ def run_perplexity(args: argparse.Namespace) -> int:
     sentences = [list(evaluate_nll(model, ParallelData([src], [tgt]), 1, device))
                  for src, tgt in zip(data.src, data.tgt or [])]
     summary = {"ppl": ppl, "nll": nll, "tokens": tokens, "dev_ppl": record["dev_ppl"], "step": record["step"]}
-    return _result(args.out, {**summary, SENTENCES: sentences}, summary)
+    return _result(args.out, {**summary, PPL_SENTENCES: sentences}, summary)
 
 
 def run_alignment(args: argparse.Namespace) -> int:

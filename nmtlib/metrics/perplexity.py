@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import math
 
-#: the key of ``nmtlib evaluate perplexity``'s JSON that holds each sentence's ``[NLL, tokens]``: the
-#: sums the findings' bootstrap resamples (a resample's perplexity is that of its summed rows)
-SENTENCES = "sentences"
-
 
 def perplexity(total_nll: float, total_tokens: int) -> float:
     """``exp(total_nll / total_tokens)``.

@@ -32,8 +32,8 @@ from sacrebleu.metrics.chrf import CHRF
 
 from nmtlib.data.vocab import UNK
 from nmtlib.files import read_lines
-from nmtlib.layout import DETAILS, RAW_TEXT, REPLACED_TEXT, Layout
-from nmtlib.metrics.perplexity import SENTENCES, perplexity
+from nmtlib.layout import DETAILS, PPL_SENTENCES, RAW_TEXT, REPLACED_TEXT, Layout
+from nmtlib.metrics.perplexity import perplexity
 from nmtlib.metrics.ribes import SCORED_CASE_SENSITIVE, corpus_ribes
 from nmtlib.metrics.unknowns import UnknownWords, unknown_words
 from nmtlib.metrics.window import sentence_window
@@ -212,9 +212,9 @@ def sentence_windows(files: RunFiles) -> list[float] | None:
 
 def sentence_nll(files: RunFiles) -> list[list[float]] | None:
     """Each test sentence's ``[NLL, tokens]`` under the model (the perplexity scores'
-    :data:`nmtlib.metrics.perplexity.SENTENCES`), or None where the scores do not have them."""
+    :data:`nmtlib.layout.PPL_SENTENCES`), or None where the scores do not have them."""
     scores = files.json("ppl")
-    return None if scores is None else scores.get(SENTENCES)
+    return None if scores is None else scores.get(PPL_SENTENCES)
 
 
 def perplexity_of_sums(sums: np.ndarray) -> float:

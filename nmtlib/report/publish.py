@@ -24,7 +24,9 @@ best variant and verdicts counted, then the papers' claims across the pages, rea
 beside them.
 
 What the files cannot say — the command that ran and the machine — the caller gives. One list of
-commits: those the models were trained at and the one the tables and this page were written at.
+commits: those the models were trained at and the one the tables and this page were written at;
+where the models span several, whether the training code (:func:`nmtlib.provenance.training_code`)
+is the same at all of them, as git tells it.
 The page names no path outside the repository (:class:`PathOutsideRepository` otherwise).
 """
 
@@ -48,6 +50,7 @@ from nmtlib.atomic import atomic_write
 from nmtlib.errors import NmtlibError
 from nmtlib.files import read_lines
 from nmtlib.layout import RAW_TEXT, Layout, Logs
+from nmtlib.provenance import TRAINER, training_code
 from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
 from nmtlib.report.findings import CRITERIA, claim_name, counts, verdict_summary
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
@@ -389,6 +392,27 @@ def commit_time(root: Path, commit: str) -> int | None:
     return int(run.stdout.strip()) if run.returncode == 0 and run.stdout.strip().isdigit() else None
 
 
+def training_code_row(root: Path, commits: list[str]) -> str | None:
+    """Whether the models' commits (oldest first, each known to git at ``root``) hold the same
+    training code (:func:`nmtlib.provenance.training_code`): git's files that differ between each two
+    consecutive ones, or that none does; None for fewer than two commits, or where git cannot say."""
+    if len(commits) < 2:
+        return None
+    files = training_code()
+    changes = []
+    for a, b in zip(commits, commits[1:]):
+        run = subprocess.run(["git", "-C", str(root), "diff", "--name-only", a, b, "--", *files],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            return None
+        if changed := run.stdout.split():
+            changes.append(f"{_commit(a)} → {_commit(b)}: {', '.join(changed)}")
+    what = f"`{TRAINER}` and the {len(files) - 1} files of nmtlib it imports"
+    if not changes:
+        return f"the same at these {len(commits)} commits: {what} (git diff between each two consecutive ones is empty)"
+    return f"{what} differ between consecutive commits: {'; '.join(changes)}"
+
+
 def head_commit(root: Path) -> str | None:
     run = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
     return run.stdout.strip() or None if run.returncode == 0 else None
@@ -512,6 +536,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     known = {c: commit_time(root, c) for c in trained_at if c}
     order = sorted(trained_at, key=lambda c: (known.get(c) is None, known.get(c) or 0))
     commits = [f"{_commit(c)} (training of {trained_at[c]} model{'s' if trained_at[c] != 1 else ''})" for c in order]
+    code = training_code_row(root, [c for c in order if c and known.get(c) is not None])
     head = head_commit(root)
     commits.append(f"`{head}` (tables, findings and this page)" if head else "tables: commit not recorded")
     reference = layout.data("test", "tgt")
@@ -522,6 +547,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         "| | |", "|---|---|",
         f"| command | `{command}` |",
         f"| commits | {'; '.join(commits)} |",
+        *([f"| training code | {code} |"] if code else []),
         f"| hardware | {hardware} |",
         f"| models | {len(runs)} trained, {sum(r.train_s or 0 for r in runs) / 3600:.2f} h of training in all |",
         *([f"| precision | {_precisions(runs)} |"] if any(r.precision for r in runs) else []),
