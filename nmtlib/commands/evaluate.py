@@ -143,6 +143,8 @@ def run_perplexity(args: argparse.Namespace) -> int:
     findings' paired bootstrap. The sentences are scored one at a time through the same
     :func:`nmtlib.train.trainer.evaluate_nll` (it returns sums only); they add up to ``nll`` within
     float rounding."""
+    from tqdm import tqdm
+
     from nmtlib.data.batching import ParallelData
     from nmtlib.layout import PPL_SENTENCES
     from nmtlib.metrics.perplexity import perplexity
@@ -155,8 +157,9 @@ def run_perplexity(args: argparse.Namespace) -> int:
         ppl = perplexity(nll, tokens)
     except ValueError as err:  # no target token (empty test set), or a NaN log-likelihood
         raise NmtlibError(f"{args.model} on {args.src} / {args.tgt}: {err}") from None
-    sentences = [list(evaluate_nll(model, ParallelData([src], [tgt]), 1, device))
-                 for src, tgt in zip(data.src, data.tgt or [])]
+    pairs = tqdm(list(zip(data.src, data.tgt or [])), desc="NLL per sentence", unit="sent",
+                 disable=None)  # on a terminal only
+    sentences = [list(evaluate_nll(model, ParallelData([src], [tgt]), 1, device)) for src, tgt in pairs]
     summary = {"ppl": ppl, "nll": nll, "tokens": tokens, "dev_ppl": record["dev_ppl"], "step": record["step"]}
     return _result(args.out, {**summary, PPL_SENTENCES: sentences}, summary)
 
