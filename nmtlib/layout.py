@@ -56,7 +56,7 @@ MODEL, TRAIN_LOG, RECORD = "model.pt", "train_log.csv", "env.json"
 DECODE_SETTINGS = "decode.json"
 #: the key of a model's perplexity scores (``nmtlib evaluate perplexity``) that holds each test
 #: sentence's ``[NLL, tokens]``: the sums the findings' bootstrap resamples
-PPL_SENTENCES = "sentences"
+PPL_SENTENCES = "sentence_nll"
 
 P = TypeVar("P", str, Path)
 

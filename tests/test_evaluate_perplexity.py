@@ -34,7 +34,7 @@ def test_each_sentence_has_its_own_nll_and_tokens_and_they_add_up_to_the_set(tin
     src, tgt = tiny_corpus / "test.src", tiny_corpus / "test.tgt"
     whole = evaluate(model, src, tgt)
     targets = tgt.read_text(encoding="utf-8").splitlines()
-    rows = whole["sentences"]
+    rows = whole["sentence_nll"]
     # one row per sentence: its NLL in nats, and its words plus </s>
     assert len(rows) == len(targets) and [t for _, t in rows] == [len(t.split()) + 1 for t in targets]
     assert sum(t for _, t in rows) == whole["tokens"]

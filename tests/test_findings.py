@@ -385,7 +385,7 @@ def test_a_perplexity_claim_of_one_seed_resamples_each_sentences_nll(tmp_path):
         path = root / "scores" / name / "seed1" / "test.ppl.json"
         ppl[name] = math.exp(sum(values) / sum(tokens))
         path.write_text(json.dumps({"ppl": ppl[name], "dev_ppl": 5.0,
-                                    "sentences": [[v, t] for v, t in zip(values, tokens)]}))
+                                    "sentence_nll": [[v, t] for v, t in zip(values, tokens)]}))
     r = _claim(findings_table(spec), claim)
     assert r.compared == "A: global-feed vs B: local-p"
     assert r.ours_diff == pytest.approx(ppl["global-feed"] - ppl["local-p"], abs=1e-4)
