@@ -407,7 +407,7 @@ def training_code_row(root: Path, commits: list[str]) -> str | None:
             return None
         if changed := run.stdout.split():
             changes.append(f"{_commit(a)} → {_commit(b)}: {', '.join(changed)}")
-    what = f"`{TRAINER}` and the {len(files) - 1} files of nmtlib it imports"
+    what = f"the {len(files)} files of `{TRAINER}` and of every nmtlib module it imports"
     if not changes:
         return f"the same at these {len(commits)} commits: {what} (git diff between each two consecutive ones is empty)"
     return f"{what} differ between consecutive commits: {'; '.join(changes)}"
