@@ -142,4 +142,3 @@ def training_code(package: Path = Path(__file__).parent) -> list[str]:
             seen.add(path)
             todo += [p for p in map(source, imported(path)) if p is not None and p not in seen]
     return sorted(p.relative_to(root).as_posix() for p in seen)
-
