@@ -79,7 +79,8 @@ def test_device_experiment_runs_the_workflow_in_the_background_and_packs_it(tmp_
     def call(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([*script, *args], capture_output=True, text=True, env=env, timeout=900)
 
-    started = call("start", str(REPO / "tests" / "configs" / "tiny.yaml"))
+    # one variant: the script is under test, not the workflow (KEY=VALUE pairs join --config)
+    started = call("start", str(REPO / "tests" / "configs" / "tiny.yaml"), "--", "only_variants=[base]")
     assert started.returncode == 0, started.stdout + started.stderr
     assert (state / "start").exists() and not (state / "end").exists()  # it returned while the run goes on
     again = call("start", str(REPO / "tests" / "configs" / "tiny.yaml"))
@@ -97,6 +98,7 @@ def test_device_experiment_runs_the_workflow_in_the_background_and_packs_it(tmp_
     timing = json.loads((out / "timing.json").read_text())
     assert timing["exit_code"] == 0 and timing["seconds"] == timing["end_unix"] - timing["start_unix"] >= 0
     assert "tiny.yaml" in timing["command"] and "cache_dir=" in timing["command"]
+    assert "only_variants=\\[base\\]" in timing["command"]  # as the shell quotes it (printf %q)
     with tarfile.open(out / "experiment.tar.gz") as tar:
         names = tar.getnames()
     assert "results/tiny/tables/summary.csv" in names
