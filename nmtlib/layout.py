@@ -146,6 +146,12 @@ class Layout(_Folder[P]):
     def model(self, variant: str, run: str) -> P:
         return self._at("models", variant, run, MODEL)
 
+    def resume_state(self, variant: str, run: str) -> P:
+        """The state a training resumes from (weights, optimiser, RNG states, position in the epoch),
+        there while it has not ended. The trainer spells the same path (``TrainPaths.last``:
+        training code, which reads nothing from here); tests/test_layout.py holds the two equal."""
+        return self._at("models", variant, run, "checkpoints", "last.pt")
+
     def train_log(self, variant: str, run: str) -> P:
         return self._at("models", variant, run, TRAIN_LOG)
 

@@ -114,3 +114,13 @@ def test_the_training_inputs_are_the_roles_a_model_records():
 def test_translate_finds_the_settings_the_workflow_writes():
     results = Layout(Path("/r"))
     assert settings_beside(results.model("v", "seed4")) == results.decode_settings("v")
+
+
+def test_the_resume_state_is_where_the_trainer_writes_it():
+    """The workflow decides a training's priority by the resume state's path in the layout; the
+    trainer spells it in ``TrainPaths.last``. Until the trainer reads the layout, the two must agree."""
+    from nmtlib.train.trainer import TrainPaths
+
+    results = Layout(Path("/r"))
+    paths = TrainPaths(*[Path("unused")] * 6, out_dir=results.model_dir("v", "seed2"))
+    assert results.resume_state("v", "seed2") == paths.last

@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -192,3 +193,51 @@ def test_results_whose_times_were_lost_are_marked_up_to_date_with_touch(finished
     assert run.returncode == 0, run.stderr[-3000:]
     assert sorted(jobs_run(run.stdout + run.stderr)) == NEW_JOBS
     assert contents(model_files(work)) == contents(models)
+
+
+def _trainers(work: Path, out: Path) -> list[int]:
+    """The running ``nmtlib train`` processes of ``work`` that write into ``out`` (relative to it)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            here = Path(os.readlink(proc / "cwd")) == work.resolve()
+        except (OSError, ValueError):
+            continue
+        if here and b"nmtlib" in argv and b"train" in argv and str(out).encode() in argv:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_a_training_stopped_part_way_resumes_before_a_fresh_one_starts(tmp_path):
+    """Reliability W10: on one core, a run stopped while `base` trained (SIGTERM to the trainer, as
+    a batch system's preemption sends: it writes its resume state, exits 143, and Snakemake stops).
+    The next run resumes that training before it starts the other variant's: left to itself,
+    Snakemake starts `global-general-feed` first (checked by taking the rule's priority out)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    config = config_file(tmp_path / "longer.yaml", lambda c: c["train"].update(epochs=6, max_steps=60))
+    stopped = "base"
+    out = Path(EXP) / "models" / stopped / "seed1"
+    resume = work / out / "checkpoints" / "last.pt"
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), str(out / "model.pt"), "--cores", "1",
+           "--configfile", str(config)]
+    with open(tmp_path / "first.log", "w") as log:
+        first = subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 300
+    while not resume.exists() and first.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    trainers = _trainers(work, out)
+    assert resume.exists() and trainers, (tmp_path / "first.log").read_text()[-3000:]
+    for pid in trainers:
+        os.kill(pid, signal.SIGTERM)
+    assert first.wait(timeout=300) != 0
+    assert resume.exists() and not (work / out / "model.pt").exists()
+
+    models = [str(Path(EXP) / "models" / v / "seed1" / "model.pt") for v in VARIANTS]
+    run = snakemake(work, config, "--cores", "1", "--", *models)
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log[-3000:]
+    trained = re.findall(r"^(?:local)?rule train_model:\n(?:    .*\n)*?    wildcards: variant=([\w.+-]+)", log, re.M)
+    assert trained == [stopped, "global-general-feed"], log[-3000:]
+    assert "resuming from" in (work / "logs" / "tiny" / "train_model" / f"{stopped}.seed1.log").read_text()

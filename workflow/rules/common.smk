@@ -58,6 +58,18 @@ SPLITS, SIDES = ("train", "dev", "test"), ("src", "tgt")
 #: every trained model scored. Snakemake would otherwise start the long training jobs first
 #: (more jobs depend on them), and with one core the scores come only after the last model.
 SCORING_PRIORITY = 10
+#: a training stopped part-way (a session or an allocation that ended, Ctrl-C) resumes before any
+#: training starts afresh: its model comes sooner, and its resume state (weights and Adam's two
+#: moments: three times the model) does not wait on disk while new ones are written beside it.
+#: Below SCORING_PRIORITY: a trained model is still scored first.
+RESUME_PRIORITY = 1
+
+
+def train_priority(wildcards) -> int:
+    """RESUME_PRIORITY for a training whose resume state is on disk, else 0."""
+    resume = RESULTS.resume_state(wildcards.variant, f"seed{wildcards.seed}")
+    return RESUME_PRIORITY if os.path.exists(resume) else 0
+
 
 # Before the first job, not in a dry run, and not in the jobs a cluster executor starts (they run
 # without hooks): one driver at a time per experiment, held to the driver's exit (nmtlib/locks.py

@@ -23,6 +23,7 @@ rule train_model:
     benchmark:
         LOGS.benchmark("train_model", "{variant}.seed{seed}")
     threads: THREADS
+    priority: train_priority
     resources:
         **GPU,
         mem_mb=16000,
