@@ -57,13 +57,13 @@ def test_bleu_by_length_groups_and_scores_with_tokenized_bleu() -> None:
     srcs = ["w " * 3, "w " * 12, "w " * 15, "w " * 70, ""]
     hyps = ["a b c d", "a b c d e", "x y z w", "a b c d", "q"]
     refs = ["a b c d", "a b c d e", "a b c d", "a b c e", "q"]
-    rows = bleu_by_length(srcs, hyps, refs)
+    rows = bleu_by_length(srcs, hyps, refs, min_sentences=1)
     assert [(r["bucket"], r["sentences"]) for r in rows] == [("1-10", 2), ("11-20", 2), ("61+", 1)]
     expected = tokenized_bleu([hyps[1], hyps[2]], [refs[1], refs[2]]).score
     assert rows[1]["bleu"] == pytest.approx(expected)
     assert rows[2]["bleu"] == 0.0  # no matching 4-gram
     # the source length, not the hypothesis length, decides the bucket
-    assert [r["bucket"] for r in bleu_by_length(srcs, hyps, refs, width=20, buckets=None)] == [
+    assert [r["bucket"] for r in bleu_by_length(srcs, hyps, refs, width=20, buckets=None, min_sentences=1)] == [
         "1-20", "61-80"
     ]
 
@@ -73,20 +73,90 @@ def test_bleu_by_length_errors() -> None:
         bleu_by_length(["a"], ["a", "b"], ["a"])
     with pytest.raises(MetricInputError, match=">= 1"):
         bleu_by_length(["a"], ["a"], ["a"], width=0)
+    with pytest.raises(MetricInputError, match=">= 1"):
+        bleu_by_length(["a"], ["a"], ["a"], min_sentences=0)
+
+
+def _corpus(counts: dict[int, int]) -> tuple[list[str], list[str], list[str]]:
+    """Sentences whose source has ``length`` words, ``n`` of each; hypothesis k matches its
+    reference in a pattern that varies with k, so that every group of sentences has its own BLEU."""
+    srcs, hyps, refs = [], [], []
+    for length, n in counts.items():
+        for _ in range(n):
+            k = len(srcs)
+            srcs.append(" ".join(["s"] * length))
+            refs.append(f"a{k % 7} b{k % 5} c d e f")
+            hyps.append(f"a{k % 7} b{k % 3} c d x f" if k % 4 else f"a{k % 7} b{k % 5} c d e f")
+    return srcs, hyps, refs
+
+
+def _sacrebleu(hyps: list[str], refs: list[str]) -> float:
+    """multi-bleu.perl's BLEU by sacreBLEU itself: no tokenizer, no smoothing."""
+    import sacrebleu
+
+    return sacrebleu.metrics.BLEU(tokenize="none", smooth_method="none", force=True).corpus_score(hyps, [refs]).score
+
+
+@pytest.mark.parametrize(("counts", "buckets", "expected"), [
+    # worked by hand, width 5, at least 30 sentences: 21-25 (1) into 16-20 (3), its only neighbour;
+    # then 1-5 (2) into 6-10 (40); then 16-25 (4) into 11-15 (35)
+    ({3: 2, 8: 40, 13: 35, 18: 3, 23: 1}, 7, [("1-10", 42), ("11-25", 39)]),
+    # the last bucket open (11+ from 4 buckets): what is merged into it stays open
+    ({3: 2, 8: 40, 13: 35, 18: 3, 23: 1}, 4, [("1-10", 42), ("11+", 39)]),
+    # a small bucket between two goes to the smaller neighbour; at a tie, the shorter one
+    ({3: 40, 8: 5, 13: 31}, 7, [("1-5", 40), ("6-15", 36)]),
+    ({3: 40, 8: 5, 13: 40}, 7, [("1-10", 45), ("11-15", 40)]),
+    # an empty bucket between two is covered by the merged range
+    ({3: 40, 13: 2}, 7, [("1-15", 42)]),
+    # fewer sentences in all than the minimum: one bucket
+    ({3: 4, 13: 5, 40: 6}, 7, [("1+", 15)]),
+    # every bucket large enough: nothing merged
+    ({3: 30, 8: 31}, 7, [("1-5", 30), ("6-10", 31)]),
+])
+def test_small_buckets_merge_into_their_smaller_neighbour(counts, buckets, expected) -> None:
+    srcs, hyps, refs = _corpus(counts)
+    rows = bleu_by_length(srcs, hyps, refs, width=5, buckets=buckets, min_sentences=30)
+    assert [(r["bucket"], r["sentences"]) for r in rows] == expected
+    # each merged bucket is scored as one corpus of its sentences, not from its parts' scores
+    lengths = [len(s.split()) for s in srcs]
+    for row in rows:
+        lo, _, hi = row["bucket"].partition("-")
+        lo, hi = int(lo.rstrip("+")), (int(hi) if hi else 10**6)
+        members = [k for k, n in enumerate(lengths) if lo <= max(n, 1) <= hi]
+        assert len(members) == row["sentences"]
+        assert row["bleu"] == pytest.approx(_sacrebleu([hyps[k] for k in members], [refs[k] for k in members]))
+
+
+def test_the_schema_defaults_are_the_librarys() -> None:
+    import yaml
+
+    from nmtlib.metrics import buckets
+
+    schema = yaml.safe_load((Path(__file__).parent.parent / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    report = schema["properties"]["report"]["properties"]
+    assert report["bucket_width"]["default"] == buckets.WIDTH
+    assert report["min_bucket_sentences"]["default"] == buckets.MIN_SENTENCES
 
 
 def test_cli_bleu_by_length(tmp_path: Path) -> None:
     (tmp_path / "src").write_text("s s\n" + "s " * 25 + "\n")
     (tmp_path / "ref").write_text("a b c d\ne f g h\n")
     (tmp_path / "hyp").write_text("a b c d\ne f g h\n")
-    run = score_cli("bleu-by-length", "--src", str(tmp_path / "src"), "--ref", str(tmp_path / "ref"),
-                    "--hyp", str(tmp_path / "hyp"))
+    args = ("bleu-by-length", "--src", str(tmp_path / "src"), "--ref", str(tmp_path / "ref"), "--hyp",
+            str(tmp_path / "hyp"))
+    run = score_cli(*args, "--min-sentences", "1")
     assert run.returncode == 0, run.stderr
     rows = json.loads(run.stdout.splitlines()[-1])["bleu_by_length"]
     assert rows == [
         {"bucket": "1-10", "sentences": 1, "bleu": pytest.approx(100.0)},
         {"bucket": "21-30", "sentences": 1, "bleu": pytest.approx(100.0)},
     ]
+    # by default two sentences are too few for a bucket of their own: one bucket, both ranges
+    run = score_cli(*args)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.splitlines()[-1])
+    assert result["bleu_by_length"] == [{"bucket": "1-30", "sentences": 2, "bleu": pytest.approx(100.0)}]
+    assert result["min_sentences"] == 30
 
 
 @pytest.mark.parametrize("metric, extra", [

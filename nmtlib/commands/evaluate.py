@@ -25,6 +25,7 @@ from nmtlib.cli import (add_forced_decoding_arguments, load_forced_decoding_inpu
                         plain_text)
 from nmtlib.errors import NmtlibError
 from nmtlib.files import is_stdin
+from nmtlib.metrics import buckets
 
 #: help of every ``--out``
 OUT_HELP = "the JSON result, written here (-: standard output, instead of the summary line)"
@@ -49,8 +50,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--tgt-vocab", type=Path, default=None, help="target vocabulary (see --src-vocab)")
     t.add_argument("--tgt-lang", default="xx", help="target language code, for detokenizing (default: xx)")
     t.add_argument("--tgt-tokenizer", default="none", help="tokenizer of the target side (to detokenize for sacreBLEU)")
-    t.add_argument("--bucket-width", type=int, default=10,
-                   help="source-length buckets of BLEU by length, in words (default: 10)")
+    t.add_argument("--bucket-width", type=int, default=buckets.WIDTH,
+                   help=f"source-length buckets of BLEU by length, in words (default: {buckets.WIDTH})")
+    t.add_argument("--min-bucket-sentences", type=int, default=buckets.MIN_SENTENCES,
+                   help="a length bucket of fewer sentences is merged into its smaller neighbour "
+                        f"(default: {buckets.MIN_SENTENCES})")
     t.add_argument("--out", type=Path, required=True, help=OUT_HELP)
     t.set_defaults(func=run_translation)
 
@@ -104,7 +108,8 @@ def run_translation(args: argparse.Namespace) -> int:
         # RIBES of the raw output (Shu & Nakayama's protocol: no replacement) and after replacement
         "ribes": corpus_ribes(hyps, refs, case_sensitive=SCORED_CASE_SENSITIVE).to_dict()["ribes"],
         "ribes_unk": corpus_ribes(hyps_unk, refs, case_sensitive=SCORED_CASE_SENSITIVE).to_dict()["ribes"],
-        "bleu_by_length": bleu_by_length(srcs, hyps_unk, refs, width=args.bucket_width),
+        "bleu_by_length": bleu_by_length(srcs, hyps_unk, refs, width=args.bucket_width,
+                                         min_sentences=args.min_bucket_sentences),
         "unk_tokens": sum(h.split().count(UNK) for h in hyps),
         # Shu & Nakayama's window: the mean over sentences of each sentence's window
         "avg_window": mean_window(details),

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from nmtlib.cli import one_stdin
+from nmtlib.metrics import buckets as length
 from nmtlib.metrics.ribes import ALPHA, BETA
 
 
@@ -88,9 +89,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     buckets.add_argument("--src", required=True, metavar="FILE", help="tokenized source file")
     buckets.add_argument("--ref", required=True, metavar="FILE", help="tokenized reference file")
     buckets.add_argument("--hyp", required=True, metavar="FILE", help="tokenized hypothesis file")
-    buckets.add_argument("--width", type=int, default=10, help="words per bucket (default: 10)")
-    buckets.add_argument("--buckets", type=int, default=7,
-                         help="number of buckets, the last one open (default: 7, i.e. 61+)")
+    buckets.add_argument("--width", type=int, default=length.WIDTH, help=f"words per bucket (default: {length.WIDTH})")
+    buckets.add_argument("--buckets", type=int, default=length.BUCKETS,
+                         help=f"number of buckets, the last one open (default: {length.BUCKETS}, i.e. "
+                              f"{length.bucket_label(length.BUCKETS * length.WIDTH)})")
+    buckets.add_argument("--min-sentences", type=int, default=length.MIN_SENTENCES,
+                         help="a bucket of fewer sentences is merged into its smaller neighbour, "
+                              f"1 for none (default: {length.MIN_SENTENCES})")
     buckets.set_defaults(func=_run_buckets)
 
 
@@ -145,6 +150,7 @@ def _run_buckets(args: argparse.Namespace) -> int:
     srcs, refs, hyps = read_lines(args.src), read_lines(args.ref), read_lines(args.hyp)
     check_parallel(f"hypothesis file {args.hyp}", hyps, f"source file {args.src}", srcs)
     check_parallel(f"reference file {args.ref}", refs, f"source file {args.src}", srcs)
-    rows = bleu_by_length(srcs, hyps, refs, args.width, args.buckets)
+    rows = bleu_by_length(srcs, hyps, refs, args.width, args.buckets, args.min_sentences)
     lines = [f"{row['bucket']:>7}  {row['sentences']:6d}  BLEU = {row['bleu']:.2f}" for row in rows]
-    return _emit(lines, {"bleu_by_length": rows, "width": args.width, "buckets": args.buckets})
+    return _emit(lines, {"bleu_by_length": rows, "width": args.width, "buckets": args.buckets,
+                         "min_sentences": args.min_sentences})

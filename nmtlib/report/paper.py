@@ -436,7 +436,8 @@ FIGURES: dict[str, PaperFigure] = {f.name: f for f in (
     PaperFigure(
         "bleu_by_length", LUONG, "Fig. 6", "BLEU by sentence length", "BLEU by sentence length", """
         tokenized test BLEU (0–100, after unknown-word replacement) of the sentences grouped by source length
-        in buckets of ``report.bucket_width`` words, one line per variant and ensemble (mean over seeds,
+        in buckets of ``report.bucket_width`` words (one of fewer than ``report.min_bucket_sentences``
+        sentences merged into its smaller neighbour), one line per variant and ensemble (mean over seeds,
         τ = ∞; with more than ten, one panel per paper table, as in the learning curves); a tick label gives
         the bucket's number of sentences. Attention models should hold up on long
         sentences where the base model degrades."""),

@@ -17,7 +17,8 @@ rule score_translation:
         raw_ref=lambda w, input: f"--raw-ref {shlex.quote(input.raw_ref[0])}" if input.raw_ref else "",
         tgt_lang=DATA["tgt"],
         tgt_tok=DATA.get("tokenizer", {}).get("tgt", "none"),
-        width=config.get("report", {}).get("bucket_width", 10),
+        width=config["report"]["bucket_width"],
+        min_sentences=config["report"]["min_bucket_sentences"],
     priority: SCORING_PRIORITY
     log:
         LOGS.job("score_translation", "{variant}.{run}.{setting}"),
@@ -30,6 +31,7 @@ rule score_translation:
         "{NMTLIB} evaluate translation --hyp {params.prefix:q} --ref {input.ref:q} --src {input.src:q}"
         " --src-vocab {input.src_vocab:q} --tgt-vocab {input.tgt_vocab:q} {params.raw_ref}"
         " --tgt-lang {params.tgt_lang:q} --tgt-tokenizer {params.tgt_tok:q} --bucket-width {params.width}"
+        " --min-bucket-sentences {params.min_sentences}"
         " --out {output:q} > {log:q} 2>&1"
 
 
