@@ -159,6 +159,16 @@ def test_cli_bleu_by_length(tmp_path: Path) -> None:
     assert result["min_sentences"] == 30
 
 
+@pytest.mark.parametrize("flag", ["--width", "--buckets", "--min-sentences"])
+def test_cli_bleu_by_length_refuses_a_count_below_one(tmp_path: Path, flag: str) -> None:
+    for name in ("src", "ref", "hyp"):
+        (tmp_path / name).write_text("a b\n")
+    run = score_cli("bleu-by-length", "--src", str(tmp_path / "src"), "--ref", str(tmp_path / "ref"),
+                    "--hyp", str(tmp_path / "hyp"), flag, "0")
+    assert run.returncode == 2 and not run.stdout
+    assert run.stderr.splitlines()[-1] == f"nmtlib score bleu-by-length: error: argument {flag}: must be at least 1, got 0"
+
+
 @pytest.mark.parametrize("metric, extra", [
     ("bleu", ["--tokenized"]),
     ("bleu", []),             # sacreBLEU on detokenized text (was an IndexError)

@@ -22,7 +22,7 @@ from typing import Any
 
 from nmtlib.atomic import claim_outputs, write_json
 from nmtlib.cli import (add_forced_decoding_arguments, load_forced_decoding_inputs, load_vocabulary, one_stdin,
-                        plain_text)
+                        plain_text, positive_int)
 from nmtlib.errors import NmtlibError
 from nmtlib.files import is_stdin
 from nmtlib.metrics import buckets
@@ -50,9 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--tgt-vocab", type=Path, default=None, help="target vocabulary (see --src-vocab)")
     t.add_argument("--tgt-lang", default="xx", help="target language code, for detokenizing (default: xx)")
     t.add_argument("--tgt-tokenizer", default="none", help="tokenizer of the target side (to detokenize for sacreBLEU)")
-    t.add_argument("--bucket-width", type=int, default=buckets.WIDTH,
+    t.add_argument("--bucket-width", type=positive_int, default=buckets.WIDTH,
                    help=f"source-length buckets of BLEU by length, in words (default: {buckets.WIDTH})")
-    t.add_argument("--min-bucket-sentences", type=int, default=buckets.MIN_SENTENCES,
+    t.add_argument("--min-bucket-sentences", type=positive_int, default=buckets.MIN_SENTENCES,
                    help="a length bucket of fewer sentences is merged into its smaller neighbour "
                         f"(default: {buckets.MIN_SENTENCES})")
     t.add_argument("--out", type=Path, required=True, help=OUT_HELP)

@@ -13,7 +13,7 @@ import argparse
 import json
 from typing import Any
 
-from nmtlib.cli import one_stdin
+from nmtlib.cli import one_stdin, positive_int
 from nmtlib.metrics import buckets as length
 from nmtlib.metrics.ribes import ALPHA, BETA
 
@@ -89,11 +89,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     buckets.add_argument("--src", required=True, metavar="FILE", help="tokenized source file")
     buckets.add_argument("--ref", required=True, metavar="FILE", help="tokenized reference file")
     buckets.add_argument("--hyp", required=True, metavar="FILE", help="tokenized hypothesis file")
-    buckets.add_argument("--width", type=int, default=length.WIDTH, help=f"words per bucket (default: {length.WIDTH})")
-    buckets.add_argument("--buckets", type=int, default=length.BUCKETS,
+    buckets.add_argument("--width", type=positive_int, default=length.WIDTH, help=f"words per bucket (default: {length.WIDTH})")
+    buckets.add_argument("--buckets", type=positive_int, default=length.BUCKETS,
                          help=f"number of buckets, the last one open (default: {length.BUCKETS}, i.e. "
                               f"{length.bucket_label(length.BUCKETS * length.WIDTH)})")
-    buckets.add_argument("--min-sentences", type=int, default=length.MIN_SENTENCES,
+    buckets.add_argument("--min-sentences", type=positive_int, default=length.MIN_SENTENCES,
                          help="a bucket of fewer sentences is merged into its smaller neighbour, "
                               f"1 for none (default: {length.MIN_SENTENCES})")
     buckets.set_defaults(func=_run_buckets)
