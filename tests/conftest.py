@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,23 @@ import pytest
 from nmtlib.registry import MECHANISMS
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def snakemake_jobs(log: str, rule: str | None = None) -> list[tuple[str, dict[str, str]]]:
+    """(rule, wildcards) of every job block in a Snakemake log or ``-n`` plan, in its order (the
+    order the jobs started, in a run's log); only ``rule``'s where it is given."""
+    jobs: list[tuple[str, dict[str, str]]] = []
+    for line in log.splitlines():
+        if m := re.match(r"^(?:local)?(?:rule|checkpoint) (\w+):$", line):
+            jobs.append((m.group(1), {}))
+        elif (m := re.match(r"^\s+wildcards: (.*)$", line)) and jobs:
+            jobs[-1][1].update(kv.split("=", 1) for kv in m.group(1).split(", "))
+    return [job for job in jobs if rule is None or job[0] == rule]
+
+
+def trained_variants(log: str) -> list[str]:
+    """The variant of each ``train_model`` job in a Snakemake log or plan, in its order."""
+    return [wildcards["variant"] for _, wildcards in snakemake_jobs(log, "train_model")]
 
 
 def cpuinfo_has_native_bf16() -> bool | None:

@@ -40,7 +40,8 @@ from nmtlib.errors import NmtlibError
 from nmtlib.cli import main as nmtlib_main
 from nmtlib import checkpoint
 
-from conftest import ROOT, SHARED, SMALL, TINY_TRAIN_SPEC, keeping_checkpoints, restored_torch_switches
+from conftest import (ROOT, SHARED, SMALL, TINY_TRAIN_SPEC, keeping_checkpoints, restored_torch_switches, snakemake_jobs,
+                      trained_variants)
 
 SNAKEFILE = ROOT / "Snakefile"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -828,7 +829,7 @@ def interrupted_workflow(tmp_path_factory) -> SimpleNamespace:
 
 
 def _rules_run(log: str) -> set[str]:
-    return set(re.findall(r"^(?:local)?(?:rule|checkpoint) (\w+):", log, re.M))
+    return {rule for rule, _ in snakemake_jobs(log)}
 
 
 def test_interrupted_workflow_finishes_the_rest_and_redoes_nothing(interrupted_workflow):
@@ -840,7 +841,7 @@ def test_interrupted_workflow_finishes_the_rest_and_redoes_nothing(interrupted_w
     plan = w.plain_rerun.stdout + w.plain_rerun.stderr
     assert w.plain_rerun.returncode == 0 and "IncompleteFilesException" not in plan, plan[-3000:]
     interrupted = {f.split("/")[3] for f in w.incomplete1 if f.startswith("results/tiny/models/")}
-    planned = set(re.findall(r"^(?:local)?rule train_model:\n(?:    .*\n)*?    wildcards: variant=([\w.+-]+)", plan, re.M))
+    planned = set(trained_variants(plan))
     assert interrupted and interrupted <= planned, (interrupted, plan[-3000:])
     done1 = {f: v for f, v in w.after1.items() if f not in w.incomplete1}
     assert {"results/tiny/data/train.src", "results/tiny/vocab/tgt.txt"} <= set(done1)
@@ -893,8 +894,7 @@ def test_changing_a_decoding_option_retrains_nothing(interrupted_workflow):
 def test_adding_a_variant_retrains_only_that_variant(interrupted_workflow):
     plan = _dry_run(interrupted_workflow, lambda c: c["variants"].update(
         extra={"embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "global", "score": "dot"}))
-    trained = re.findall(r"^(?:local)?rule train_model:\n(?:    .*\n)*?    wildcards: variant=([\w.+-]+)", plan, re.M)
-    assert trained == ["extra"]
+    assert trained_variants(plan) == ["extra"]
 
 
 def test_reordering_config_keys_reruns_nothing(interrupted_workflow):
@@ -987,8 +987,7 @@ def test_a_model_put_into_the_workflows_folder_behind_its_back_is_not_reported(i
     shutil.rmtree(folder)
     plan = snakemake(w.work, "-n", "--configfile", str(w.config), timeout=120)
     assert plan.returncode == 0, plan.stderr[-3000:]
-    retrained = r"^(?:local)?rule train_model:\n(?:    .*\n)*?    wildcards: variant=base, seed=1$"
-    assert re.search(retrained, plan.stdout, re.M), plan.stdout[-3000:]
+    assert ("train_model", {"variant": "base", "seed": "1"}) in snakemake_jobs(plan.stdout), plan.stdout[-3000:]
     assert "make_report" in _rules_run(plan.stdout)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, snakemake_jobs, trained_variants
 
 SNAKEFILE = ROOT / "Snakefile"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -45,7 +45,7 @@ def config_file(path: Path, change=None) -> Path:
 
 def jobs_run(log: str) -> list[str]:
     """Rule of every job Snakemake started (a checkpoint's job is logged as ``checkpoint NAME:``)."""
-    return re.findall(r"^(?:local)?(?:rule|checkpoint) (\w+):$", log, re.M)
+    return [rule for rule, _ in snakemake_jobs(log)]
 
 
 def state(path: Path) -> tuple[int, str]:
@@ -238,6 +238,5 @@ def test_a_training_stopped_part_way_resumes_before_a_fresh_one_starts(tmp_path)
     run = snakemake(work, config, "--cores", "1", "--", *models)
     log = run.stdout + run.stderr
     assert run.returncode == 0, log[-3000:]
-    trained = re.findall(r"^(?:local)?rule train_model:\n(?:    .*\n)*?    wildcards: variant=([\w.+-]+)", log, re.M)
-    assert trained == [stopped, "global-general-feed"], log[-3000:]
+    assert trained_variants(log) == [stopped, "global-general-feed"], log[-3000:]
     assert "resuming from" in (work / "logs" / "tiny" / "train_model" / f"{stopped}.seed1.log").read_text()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import shlex
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import yaml
 from nmtlib.config import ConfigError
 from nmtlib.workflow_config import validate_config
 
-from conftest import ROOT, cpuinfo_has_native_bf16
+from conftest import ROOT, cpuinfo_has_native_bf16, snakemake_jobs
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -37,17 +36,6 @@ def tiny_run(tmp_path_factory) -> Path:
     assert run.returncode == 0, run.stderr[-4000:]
     (work / "snakemake.stderr").write_text(run.stderr, encoding="utf-8")
     return work
-
-
-def _jobs_started(log: str) -> list[tuple[str, dict[str, str]]]:
-    """(rule, wildcards) of each job in the order Snakemake started them, from its log."""
-    jobs: list[tuple[str, dict[str, str]]] = []
-    for line in log.splitlines():
-        if m := re.match(r"^(?:local)?rule (\w+):$", line):
-            jobs.append((m.group(1), {}))
-        elif (m := re.match(r"^\s+wildcards: (.*)$", line)) and jobs:
-            jobs[-1][1].update(kv.split("=", 1) for kv in m.group(1).split(", "))
-    return jobs
 
 
 def test_tiny_workflow_produces_tables_figures_and_is_complete(tiny_run):
@@ -79,7 +67,7 @@ def test_each_model_is_scored_before_the_next_one_trains(tiny_run):
     """The scoring rules' priority (SCORING_PRIORITY): on one core, everything that scores the first
     trained model (its translation and scores, perplexity, attention and AER) runs before the second
     model's training starts, so a run stopped between models leaves each trained model scored."""
-    jobs = _jobs_started((tiny_run / "snakemake.stderr").read_text(encoding="utf-8"))
+    jobs = snakemake_jobs((tiny_run / "snakemake.stderr").read_text(encoding="utf-8"))
     trains = [i for i, (rule, _) in enumerate(jobs) if rule == "train_model"]
     assert len(trains) == 2
     first = jobs[trains[0]][1]["variant"]
@@ -183,13 +171,13 @@ def test_a_run_whose_models_cannot_train_here_stops_before_its_first_job(tmp_pat
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith(f"invalid configuration: {config}: {expected}"), last
     assert last.endswith("(to train: base, global-general-feed)"), last
-    assert _jobs_started(run.stderr) == []  # not even the corpus
+    assert snakemake_jobs(run.stderr) == []  # not even the corpus
     assert not (tmp_path / "results" / "tiny" / "corpus").exists()
     # a run that needs no training is not refused: the corpus, its preparation and vocabularies
     run = snakemake(tmp_path, "--cores", "1", "--configfile", str(config), "--until", "build_vocab", timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert (tmp_path / "results" / "tiny" / "vocab" / "tgt.txt").is_file()
-    assert "train_model" not in {rule for rule, _ in _jobs_started(run.stderr)}
+    assert "train_model" not in {rule for rule, _ in snakemake_jobs(run.stderr)}
 
 
 def test_validate_config_fills_defaults_and_resolves_variants():
@@ -379,23 +367,12 @@ def test_report_spec_keeps_the_config_order_of_variants(tmp_path):
     assert list(spec["variants"]) == ["global-general-feed", "base"]
 
 
-def _jobs(dry_run: str, rule: str) -> list[dict[str, str]]:
-    """The wildcards of every job of ``rule`` in ``snakemake -n`` output."""
-    jobs, current = [], None
-    for line in dry_run.splitlines():
-        if line.startswith("rule ") or line.startswith("localrule "):
-            current = line.split()[1].rstrip(":")
-        elif current == rule and line.strip().startswith("wildcards:"):
-            jobs.append(dict(part.split("=", 1) for part in line.split(":", 1)[1].strip().split(", ")))
-    return jobs
-
-
 def test_a_variant_with_its_own_seeds_trains_those_and_the_rest_keep_the_experiments(tmp_path):
     config = write_config(tmp_path, lambda c: (c.update(seeds=[1]),
                                                c["variants"]["global-general-feed"].update(seeds=[1, 2, 5])))
     run = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(config), timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    trained = sorted((j["variant"], j["seed"]) for j in _jobs(run.stdout, "train_model"))
+    trained = sorted((j["variant"], j["seed"]) for _, j in snakemake_jobs(run.stdout, "train_model"))
     assert trained == [("base", "1"), ("global-general-feed", "1"), ("global-general-feed", "2"),
                        ("global-general-feed", "5")]
     # the report is told each variant's seeds
