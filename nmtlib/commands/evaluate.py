@@ -88,7 +88,6 @@ def run_translation(args: argparse.Namespace) -> int:
     from nmtlib.files import read_lines
     from nmtlib.metrics import check_parallel
     from nmtlib.metrics.bleu import detok_bleu, tokenized_bleu
-    from nmtlib.metrics.buckets import bleu_by_length
     from nmtlib.metrics.ribes import SCORED_CASE_SENSITIVE, corpus_ribes
     from nmtlib.metrics.window import mean_window
 
@@ -108,8 +107,8 @@ def run_translation(args: argparse.Namespace) -> int:
         # RIBES of the raw output (Shu & Nakayama's protocol: no replacement) and after replacement
         "ribes": corpus_ribes(hyps, refs, case_sensitive=SCORED_CASE_SENSITIVE).to_dict()["ribes"],
         "ribes_unk": corpus_ribes(hyps_unk, refs, case_sensitive=SCORED_CASE_SENSITIVE).to_dict()["ribes"],
-        "bleu_by_length": bleu_by_length(srcs, hyps_unk, refs, width=args.bucket_width,
-                                         min_sentences=args.min_bucket_sentences),
+        "bleu_by_length": buckets.bleu_by_length(srcs, hyps_unk, refs, width=args.bucket_width,
+                                                 min_sentences=args.min_bucket_sentences),
         "unk_tokens": sum(h.split().count(UNK) for h in hyps),
         # Shu & Nakayama's window: the mean over sentences of each sentence's window
         "avg_window": mean_window(details),

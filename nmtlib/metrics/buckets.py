@@ -39,9 +39,9 @@ MIN_SENTENCES = 30
 def bucket_label(length: int, width: int = WIDTH, buckets: int | None = BUCKETS) -> str:
     """The bucket a source length falls in: ``"1-10"``, ``"11-20"``, ..., ``"61+"``."""
     index = max(length - 1, 0) // width
-    if buckets is not None and index >= buckets - 1:
-        return f"{(buckets - 1) * width + 1}+"
-    return f"{index * width + 1}-{(index + 1) * width}"
+    if buckets is not None:
+        index = min(index, buckets - 1)
+    return _span_label(index, index, width, buckets)
 
 
 def bleu_by_length(
@@ -99,7 +99,7 @@ def bleu_by_length(
 
 
 def _span_label(first: int, last: int, width: int, buckets: int | None) -> str:
-    """The label of buckets ``first`` to ``last`` taken together: ``"1-10"``, ``"21+"``."""
-    start = bucket_label(first * width + 1, width, buckets).split("-")[0].rstrip("+")
-    end = bucket_label(last * width + 1, width, buckets)
-    return f"{start}+" if end.endswith("+") else f"{start}-{end.split('-')[1]}"
+    """The label of buckets ``first`` to ``last`` (0-based) taken together: ``"1-10"``, ``"21+"``."""
+    if buckets is not None and last >= buckets - 1:
+        return f"{first * width + 1}+"
+    return f"{first * width + 1}-{(last + 1) * width}"
