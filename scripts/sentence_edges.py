@@ -11,9 +11,9 @@ same mark). A position counts only in sentences whose reference is long enough f
 matches at a position are coarse (a word added early shifts the rest), which is why both ends
 are anchored separately.
 
-With two or more translations, the difference of each to the first, with a 95% interval from
-1,000 paired bootstrap resamples of the sentences (seed 12345): the same sentences are drawn for
-both, as sacreBLEU's paired bootstrap does for BLEU.
+With two or more translations, the difference of each to the first, with a 95% interval from the
+findings' paired bootstrap resamples of the sentences (:func:`nmtlib.report.significance.resample_indices`:
+sacreBLEU's 1,000 draws, seed 12345): the same sentences are drawn for both.
 
     python scripts/sentence_edges.py results/small-jaen base:beam5 reverse:beam5
     python scripts/sentence_edges.py results/small-jaen base:beam5 reverse:beam5 --seeds 1 2 3
@@ -28,11 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from nmtlib.files import read_lines
+from nmtlib.report.significance import resample_indices
 
 #: positions counted from each end
 DEPTH = 3
-RESAMPLES = 1000
-SEED = 12345
 
 
 def _is_punctuation(token: str) -> bool:
@@ -66,16 +65,12 @@ def rates(m: np.ndarray) -> np.ndarray:
     return np.nanmean(m, axis=0)
 
 
-def paired_interval(a: np.ndarray, b: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
+def paired_interval(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(2, positions): the 2.5% and 97.5% points of rates(a) − rates(b) over paired resamples of
     the sentences (rows)."""
-    rng = np.random.default_rng(seed)
-    n = a.shape[0]
-    diffs = []
-    for _ in range(resamples):
-        idx = rng.integers(0, n, n)
-        diffs.append(rates(a[idx]) - rates(b[idx]))
-    return np.nanpercentile(np.array(diffs), [2.5, 97.5], axis=0)
+    idx = resample_indices(a.shape[0])
+    diffs = np.nanmean(a[idx], axis=1) - np.nanmean(b[idx], axis=1)
+    return np.nanpercentile(diffs, [2.5, 97.5], axis=0)
 
 
 def main() -> None:
