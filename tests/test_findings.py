@@ -71,6 +71,23 @@ def test_attention_claim_falls_back_to_the_best_models_with_and_without_attentio
     assert r.verdict == INCONCLUSIVE
 
 
+def test_a_side_picked_among_several_has_the_lowest_dev_perplexity_not_the_best_test_score(tmp_path):
+    """global-feed gets the lowest dev perplexity (5.0 on both seeds; local-p has 9.0) while local-p
+    keeps the higher test BLEU (17.0 against 15.0): the claims that pick a side among several take
+    global-feed, the model the dev set prefers, and say so."""
+    spec = make_experiment(tmp_path / "results")
+    for seed in ("seed1", "seed2"):
+        path = tmp_path / "results" / "scores" / "global-feed" / seed / "test.ppl.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "dev_ppl": 5.0}))
+    df = findings_table(spec)
+    attention = _claim(df, "Attention gives a large gain")
+    assert attention.compared == "A: global-feed vs B: base" and (attention.ours_a, attention.ours_b) == (15.0, 11.0)
+    assert "lowest dev perplexity" in attention.note
+    ens = _claim(df, "An ensemble beats")
+    assert ens.compared == "A: ens vs B: global-feed" and ens.ours_diff == 19.0 - 15.0
+    assert ens.note.startswith("B: the member of lowest dev perplexity")
+
+
 def test_luong_claims(findings):
     r = _claim(findings, "local-p attention (general) is at least as good")
     assert (r.ours_a, r.ours_b, r.ours_diff, r.paper_diff) == (17.0, 15.0, 2.0, pytest.approx(1.7))

@@ -59,6 +59,7 @@ from nmtlib.report.tables import TableHtml, assignments, smoke_header, write_tab
 
 #: the registered metrics the claims compare (:data:`nmtlib.report.metrics.METRICS`)
 BLEU, BLEU_UNK, PPL, WINDOW = "bleu_before_unk_replace", "bleu_after_unk_replace", "test_ppl", "avg_window"
+DEV_PPL = "dev_ppl"
 #: what unknown-word replacement had to work with (:mod:`nmtlib.metrics.unknowns`), in the unk claim's note
 UNK_WORDS, UNK_HITS = "unk_words", "unk_replaced_in_reference"
 
@@ -176,10 +177,13 @@ class _Context:
     def variants_where(self, test: Callable[[dict[str, Any]], bool]) -> list[str]:
         return [n for n, v in self.spec.variants.items() if test(v)]
 
-    def best(self, names: list[str], metric: str = BLEU) -> str | None:
-        scored = [(self.ours.value(n, metric), n) for n in names]
+    def best(self, names: list[str]) -> str | None:
+        """The one of ``names`` with the lowest dev perplexity (mean over its runs), the criterion
+        each model's epoch was kept by; never a test score, so no side of a claim is chosen on the
+        set that judges it. None where none has a dev perplexity (an ensemble has none)."""
+        scored = [(self.ours.value(n, DEV_PPL), n) for n in names]
         scored = [(v, n) for v, n in scored if v is not None]
-        return max(scored)[1] if scored else None
+        return min(scored)[1] if scored else None
 
     def setting(self, name: str, tau: float | None) -> str | None:
         return self.ours.setting(name, tau)
@@ -350,7 +354,8 @@ def _attention_vs_none(ctx: _Context) -> Iterator[dict[str, Any]]:
         luong = lambda v: v["model"]["arch"] == "luong"  # noqa: E731
         a = ctx.best(ctx.variants_where(lambda v: luong(v) and v["model"]["attention"] != "none"))
         b = ctx.best(ctx.variants_where(lambda v: luong(v) and v["model"]["attention"] == "none"))
-        note = "rows not in this experiment: compares its best Luong-architecture models with and without attention"
+        note = ("rows not in this experiment: compares its Luong-architecture models with and without attention, "
+                "each the one of lowest dev perplexity of its kind")
     yield _row(ctx, claim, LUONG_TABLE1.citation, Side(a) if a else None, Side(b) if b else None,
                pa.values["bleu"], pb.values["bleu"], LARGE,
                Missing(NO_VARIANT, "needs a Luong-architecture variant with attention and one without"), note)
@@ -403,7 +408,8 @@ def _unk_replacement(ctx: _Context) -> Iterator[dict[str, Any]]:
     note = ""
     if name is None:
         name = ctx.best(ctx.variants_where(lambda v: v["model"]["attention"] != "none"))
-        note = "no variant regenerates Luong Table 1 '+ unk replace': compares the best attentional model"
+        note = ("no variant regenerates Luong Table 1 '+ unk replace': compares the attentional model of lowest dev "
+                "perplexity")
     if name is not None and not ctx.spec.variants[name]["decode"].get("unk_replace", True):
         yield _row(ctx, claim, LUONG_TABLE1.citation, None, None, pa.values["bleu"], pb.values["bleu"], BETTER,
                    Missing(NO_UNK_REPLACE, f"{name} is decoded with decode.unk_replace: false"))
@@ -432,7 +438,8 @@ def _unknowns(ctx: _Context, name: str | None) -> str:
 def _ensembles(ctx: _Context) -> Iterator[dict[str, Any]]:
     claim = "An ensemble beats its best member"
     pa, pb = _rows(LUONG_TABLE1, "ensemble", "unk")
-    note = "both sides before unknown-word replacement (the paper's rows are after it)"
+    note = ("B: the member of lowest dev perplexity; both sides before unknown-word replacement (the paper's rows "
+            "are after it)")
     if not ctx.spec.ensembles:
         yield _row(ctx, claim, LUONG_TABLE1.citation, None, None, pa.values["bleu"], pb.values["bleu"], BETTER,
                    Missing(NO_VARIANT, "the experiment has no ensemble"))
@@ -450,7 +457,8 @@ def _rnnsearch_sides(ctx: _Context) -> tuple[str | None, str | None, str]:
     rnn = lambda v: v["model"]["arch"] == "rnnsearch"  # noqa: E731
     a = a or ctx.best(ctx.variants_where(lambda v: rnn(v) and attention_label(v) == "rnnsearch"))
     b = b or ctx.best(ctx.variants_where(lambda v: rnn(v) and v["model"]["attention"] == "none"))
-    return a, b, "compares the experiment's RNNsearch-architecture models with and without attention"
+    return a, b, ("compares the experiment's RNNsearch-architecture models with and without attention (of lowest dev "
+                  "perplexity where there are several)")
 
 
 def _rnnsearch(ctx: _Context) -> Iterator[dict[str, Any]]:
