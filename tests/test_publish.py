@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import torch
 from PIL import Image
 
 from nmtlib.cli import main
@@ -143,6 +144,33 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
         assert f"![{title}](unit/{name}.png)\n\n**{title}** (as " in page
         with Image.open(png) as im:
             assert im.width <= 900
+
+
+def test_the_models_listed_are_the_finished_ones_the_tables_show(tmp_path: Path) -> None:
+    """12 models of 6 variants made the tables. A model still training (its log and checkpoints, no
+    model.pt yet) and a finished model of a variant the tables leave out (trained before
+    ``only_variants`` named the rest) are in the results folder too: neither is one of the page's
+    models, in the count or in the table."""
+    root, results = reported_experiment(tmp_path)
+    running = results / "models" / "base" / "seed3"
+    (running / "checkpoints").mkdir(parents=True)
+    (running / "train_log.csv").write_text("epoch,step,lr,train_ppl,dev_ppl\n1,100,0.003,61,70\n", encoding="utf-8")
+    torch.save({}, running / "checkpoints" / "last.pt")
+    left_out = results / "models" / "old-variant" / "seed1"
+    left_out.mkdir(parents=True)
+    (left_out / "train_log.csv").write_text("epoch,step,lr,train_ppl,dev_ppl\n1,100,0.003,61,70\n", encoding="utf-8")
+    torch.save({}, left_out / "model.pt")
+    code, out = publish(root)
+    assert code == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    (models,) = [line for line in lines if line.startswith("| models |")]
+    assert models.startswith("| models | 12 trained")
+    table = lines[lines.index("## Models trained"):lines.index("## Figures")]
+    rows = [line.split("|")[1:3] for line in table if line.startswith("| ") and not line.startswith("| variant")]
+    assert len(rows) == 12 and {v.strip() for v, _ in rows} == {"base", "global-feed", "local-p", "rnnsearch",
+                                                                  "flex", "flex-ft"}
+    assert [r.strip() for r in rows[0]] == ["base", "seed1"] and ["base", "seed3"] not in [[x.strip() for x in r]
+                                                                                            for r in rows]
 
 
 def test_the_commits_are_listed_oldest_first(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import matplotlib.image as mpimg
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from nmtlib.cli import main
 from nmtlib.commands.report import FIGURES, TABLES
@@ -158,6 +159,7 @@ def make_experiment(root: Path, with_results: bool = True) -> collect.Experiment
             log.parent.mkdir(parents=True, exist_ok=True)
             log.write_text("epoch,step,lr,train_ppl,dev_ppl\n" + "".join(
                 f"{e},{100 * e},0.003,{60 / e + seed},{50 / e + PPL[name][k]}\n" for e in (1, 2, 3)), encoding="utf-8")
+            torch.save({}, log.parent / "model.pt")  # training ended (no preprocess record: an older model's)
     return collect.ExperimentSpec.from_json(json.dumps(spec))
 
 

@@ -118,11 +118,15 @@ class ModelRun:
 
 def model_runs(results: Path, logs: Path | None, settings: dict[str, str] | None = None) -> list[ModelRun]:
     """One entry per trained model of the results folder ``results`` (a model folder with a
-    training log), with what ``logs``, its logs folder, says of its job, and its test BLEU at
-    ``settings[variant]`` (the summary's decoding setting of each variant)."""
+    training log and the finished model), with what ``logs``, its logs folder, says of its job, and
+    its test BLEU at ``settings[variant]`` (the summary's decoding setting of each variant). With
+    ``settings``, only the summary's variants: a model still training, or one of a variant the
+    tables leave out (``only_variants``), is not among the page's models."""
     layout, job_logs = Layout(results), Logs(logs) if logs else None
     runs = []
     for log, (variant, run) in layout.found(layout.train_log("*", "*")):
+        if not layout.model(variant, run).exists() or (settings is not None and variant not in settings):
+            continue
         with open(log, encoding="utf-8") as f:
             rows = [r for r in csv.DictReader(f) if r.get("dev_ppl")]
         ppls = [float(r["dev_ppl"]) for r in rows]
