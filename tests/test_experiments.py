@@ -236,10 +236,11 @@ def test_dry_run_rejects_a_split_file_the_registry_does_not_know(tmp_path: Path)
 
 
 def _subset(name: str, variants: list[str], experiment: str, out: Path) -> Path:
-    """The real config with only some variants (and no ensemble), under another experiment name."""
+    """The real config with only some variants (and no ensemble), under another experiment name;
+    each trains the experiment's seeds (a variant's own, more for a close claim, are dropped: test size)."""
     config = load(name)
     config["experiment"] = experiment
-    config["variants"] = {v: config["variants"][v] for v in variants}
+    config["variants"] = {v: {k: x for k, x in config["variants"][v].items() if k != "seeds"} for v in variants}
     config.pop("ensembles", None)
     out.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return out
