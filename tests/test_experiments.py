@@ -221,6 +221,19 @@ def test_dry_run_lists_every_job_without_data(path: Path, dry_runs) -> None:
     assert not cache.exists(), "a dry run must not touch the download cache"
 
 
+def test_the_docs_table_gives_every_experiment_and_its_dry_run_job_count(dry_runs) -> None:
+    """docs/experiments.md's table: one row per config file (a row may name several), its last cell
+    the total of that config's dry run."""
+    table = {}
+    for line in (ROOT / "docs" / "experiments.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and cells[-1].isdigit():
+            table.update({name: int(cells[-1]) for name in re.findall(r"`([^`]+)`", cells[0])})
+    totals = {name: int(re.search(r"^total\s+(\d+)$", result.stdout + result.stderr, re.M).group(1))
+              for name, (result, _) in dry_runs.items()}
+    assert table == totals
+
+
 def test_dry_run_rejects_a_split_file_the_registry_does_not_know(tmp_path: Path) -> None:
     config = load("small-enja")
     config["data"]["splits"]["test"]["tgt"] = "test.jp"
