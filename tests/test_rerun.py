@@ -240,3 +240,20 @@ def test_a_training_stopped_part_way_resumes_before_a_fresh_one_starts(tmp_path)
     assert run.returncode == 0, log[-3000:]
     assert trained_variants(log) == [stopped, "global-general-feed"], log[-3000:]
     assert "resuming from" in (work / "logs" / "tiny" / "train_model" / f"{stopped}.seed1.log").read_text()
+
+
+def test_a_variants_first_seed_trains_before_another_variants_further_seeds(work, tmp_path):
+    """FIRST_SEED_PRIORITY: on one core, with `base`'s model gone and a second seed added to
+    `global-general-feed`, `base` (its variant's first seed) trains before that second seed; left to
+    itself, Snakemake starts `global-general-feed` seed 2 first (checked by taking the priority out).
+    Adding a seed retrains no existing model: the seed list is not part of what trains a variant."""
+    (work / EXP / "models" / "base" / "seed1" / "model.pt").unlink()
+    config = config_file(tmp_path / "seeds.yaml",
+                         lambda c: c["variants"]["global-general-feed"].update(seeds=[1, 2]))
+    models = [str(Path(EXP) / "models" / v / f"seed{s}" / "model.pt")
+              for v, s in (("base", 1), ("global-general-feed", 1), ("global-general-feed", 2))]
+    run = snakemake(work, config, "--cores", "1", "--", *models)
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log[-3000:]
+    trained = [(w["variant"], w["seed"]) for _, w in snakemake_jobs(log, "train_model")]
+    assert trained == [("base", "1"), ("global-general-feed", "2")], log[-3000:]

@@ -62,13 +62,20 @@ SCORING_PRIORITY = 10
 #: training starts afresh: its model comes sooner, and its resume state (weights and Adam's two
 #: moments: three times the model) does not wait on disk while new ones are written beside it.
 #: Below SCORING_PRIORITY: a trained model is still scored first.
-RESUME_PRIORITY = 1
+RESUME_PRIORITY = 2
+#: among fresh trainings, a variant's first seed before its further ones: a run that stops part-way
+#: has a result in every row of the tables, and every claim's first difference (the one that says
+#: whether a claim is close enough to need more seeds) comes before the extra seeds of any other.
+#: Snakemake alone starts a variant's seeds one after the other (its other jobs depend on them all).
+FIRST_SEED_PRIORITY = 1
 
 
 def train_priority(wildcards) -> int:
-    """RESUME_PRIORITY for a training whose resume state is on disk, else 0."""
-    resume = RESULTS.resume_state(wildcards.variant, f"seed{wildcards.seed}")
-    return RESUME_PRIORITY if os.path.exists(resume) else 0
+    """RESUME_PRIORITY for a training whose resume state is on disk, FIRST_SEED_PRIORITY for the
+    first of a variant's seeds, else 0."""
+    if os.path.exists(RESULTS.resume_state(wildcards.variant, f"seed{wildcards.seed}")):
+        return RESUME_PRIORITY
+    return FIRST_SEED_PRIORITY if int(wildcards.seed) == seeds(wildcards.variant)[0] else 0
 
 
 # Before the first job, not in a dry run, and not in the jobs a cluster executor starts (they run
