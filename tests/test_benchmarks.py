@@ -251,3 +251,15 @@ def test_same_weights_tells_a_change_that_moves_no_weight_from_one_that_does(tmp
     assert "same weights: all" in same.stdout, same.stdout + same.stderr
     moved = run("same_weights.py", "--old", "HEAD~2", "--new", "HEAD", *common, out=tmp_path, check=False)
     assert moved.returncode == 1 and "DIFFERENT weights" in moved.stdout, moved.stdout + moved.stderr
+
+
+def test_driver_overhead_runs_each_setting_and_prints_its_row(tmp_path):
+    """Two runs of two sleeping jobs, the default rate limit and one other: a row each, and the
+    driver's CPU seconds measured (a Snakemake run costs CPU, so never zero)."""
+    proc = run("driver_overhead.py", "--jobs", "2", "--seconds", "0.1", "--rounds", "1", "--timespans", "50/1s",
+               "--json", str(tmp_path / "d.json"), out=tmp_path)
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    assert [r.split("|")[1].strip() for r in rows[1:]] == ["100/1s (default)", "50/1s"], proc.stdout
+    result = json.loads((tmp_path / "d.json").read_text())
+    assert set(result["runs"]) == {"default", "50/1s"}
+    assert all(cpu > 0 and wall >= 2 * 0.1 for runs in result["runs"].values() for wall, cpu in runs)
