@@ -66,7 +66,8 @@ RESUME_PRIORITY = 2
 #: among fresh trainings, a variant's first seed before its further ones: a run that stops part-way
 #: has a result in every row of the tables, and every claim's first difference (the one that says
 #: whether a claim is close enough to need more seeds) comes before the extra seeds of any other.
-#: Snakemake alone starts a variant's seeds one after the other (its other jobs depend on them all).
+#: Left to itself, Snakemake 9.27 started a variant's second seed before another variant's first
+#: (tests/test_rerun.py::test_a_variants_first_seed_trains_before_another_variants_further_seeds).
 FIRST_SEED_PRIORITY = 1
 
 
