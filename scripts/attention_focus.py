@@ -6,9 +6,9 @@ also where the model reads the source reversed): the share of target steps whose
 falls in each fifth of the source sentence, the share on its first and on its last word, and the
 mean entropy of a step's weights (nats; 0 when all weight is on one word, ln S when it is spread
 evenly). Word i of a sentence of S words is in fifth floor(5i / S) + 1. A model whose attention
-keeps to one end of every sentence (as local-p attention does when its predicted position
-p_t = S · sigmoid(·), Luong et al. 2015, eq. 9, stays near 0 or S) shows most of its peaks in the
-first or last fifths, at low entropy, where models that follow the translation spread them.
+keeps to one end of every sentence shows most of its peaks in the first or last fifths, at low
+entropy, where models that follow the translation spread them (for local-p attention,
+``scripts/predicted_positions.py`` tells whether its predicted position went there too).
 
     python scripts/attention_focus.py results/small-jaen local-p-dot-feed local-p-general-feed
     python scripts/attention_focus.py results/small-jaen local-p-general-feed:seed2
