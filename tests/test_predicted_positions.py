@@ -40,9 +40,12 @@ def test_one_value_per_step_of_each_sentence_and_a_flat_predictor_gives_one_half
     assert "aligned_position" not in vars(model.decoder.attention)
 
 
-def test_a_model_without_local_p_is_refused(tiny_corpus, tmp_path) -> None:
-    spec = {"name": "g", "options": {**SPEC["options"], "attention": "global"}}
-    path = train_tiny_model(tiny_corpus, tmp_path / "g", spec)
-    model, data, device = positions.load(path, tiny_corpus / "test.src", tiny_corpus / "test.tgt")
+def test_a_model_without_local_p_is_refused() -> None:
+    from nmtlib.config import resolve_variant
+    from nmtlib.models.builder import build_model
+
+    options = {**SPEC["options"], "attention": "global"}
+    del options["train"]
+    model = build_model(resolve_variant("g", options).model, 40, 50)
     with pytest.raises(SystemExit, match="not local-p"):
-        positions.relative_positions(model, data, device)
+        positions.relative_positions(model, None, torch.device("cpu"))  # refused before any data is read
