@@ -142,3 +142,44 @@ def training_code(package: Path = Path(__file__).parent) -> list[str]:
             seen.add(path)
             todo += [p for p in map(source, imported(path)) if p is not None and p not in seen]
     return sorted(p.relative_to(root).as_posix() for p in seen)
+
+
+def _git(*args: str, cwd: Path) -> str | None:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=cwd).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def processor() -> str | None:
+    """The CPU's name as the system gives it (``model name`` in ``/proc/cpuinfo`` on Linux), or None.
+
+    Kept beside a model because float32 on a CPU is not the same arithmetic everywhere: PyTorch's
+    kernels sum in another order on another instruction set, so a model retrained on another
+    processor can differ in its last bits and, through them, in a few translations."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model") and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def code_state(package: Path = Path(__file__).parent) -> dict[str, Any]:
+    """The commit of the checkout ``package`` lies in and the :func:`training_code` files that differ
+    from it (uncommitted changes, untracked files): with none, the commit names the code that
+    trained; with some, it does not. ``{"git_commit": None, ...}`` outside a git checkout."""
+    root = package.resolve().parent
+    commit = _git("rev-parse", "HEAD", cwd=root)
+    if commit is None:
+        return {"git_commit": None, "changed_training_code": None}
+    status = _git("status", "--porcelain", "--", *training_code(package), cwd=root) or ""
+    changed = sorted(line[3:].strip() for line in status.splitlines() if line.strip())
+    return {"git_commit": commit.strip(), "changed_training_code": changed}

@@ -1,4 +1,4 @@
-"""Training and decoding engine: exact resume after SIGKILL, checkpoint on SIGTERM, the
+"""Training and decoding engine: exact resume after SIGKILL, checkpoint on SIGTERM and Ctrl-C, the
 papers' schedules, beam search = greedy at beam 1, ensembles, batch vs single decoding."""
 
 from __future__ import annotations
@@ -80,9 +80,15 @@ def test_sigkill_mid_epoch_then_resume_gives_identical_weights(tiny_corpus, refe
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (out / "model.pt").exists(), "the run was meant to be killed before finishing"
+    saved_at = checkpoint.load(out / "checkpoints" / "last.pt")["step"]
     resumed = subprocess.run(train_cmd(tiny_corpus, out), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from" in resumed.stderr and step > 0
+    # the record lists both starts: at step 0, and at the step of the resume state the kill left
+    starts = json.loads((out / "env.json").read_text())["starts"]
+    assert [s["step"] for s in starts] == [0, saved_at]
+    for start in starts:
+        assert start["git_commit"] and start["processor"] and start["cpu_capability"] and start["device"] == "cpu"
     assert_same_weights(out / "checkpoints" / "last.pt", reference_run / "checkpoints" / "last.pt")
     assert_same_weights(out / "model.pt", reference_run / "model.pt")
     # the learning curve is the same too (one row per epoch)
@@ -100,6 +106,25 @@ def test_sigterm_writes_checkpoint_exits_143_and_resumes(tiny_corpus, reference_
     assert proc.returncode == 143, err
     assert "SIGTERM: checkpoint written" in err
     subprocess.run(train_cmd(tiny_corpus, out), check=True, capture_output=True, timeout=600)
+    assert_same_weights(out / "model.pt", reference_run / "model.pt")
+
+
+def test_ctrl_c_writes_checkpoint_exits_130_and_resumes(tiny_corpus, reference_run, tmp_path):
+    """Ctrl-C (SIGINT) ends the step in progress and writes the resume state, as SIGTERM does: the
+    run resumed from it ends with the uninterrupted run's weights."""
+    out = tmp_path / "interrupted"
+    proc = subprocess.Popen(train_cmd(tiny_corpus, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_step(out / "checkpoints" / "last.pt", proc, 3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("training finished before SIGINT arrived")
+    assert proc.returncode == 130, err
+    assert "SIGINT: checkpoint written at step" in err and "KeyboardInterrupt" not in err
+    written = int(err.split("SIGINT: checkpoint written at step ")[1].split(";")[0])
+    assert checkpoint.load(out / "checkpoints" / "last.pt")["step"] == written  # the state written at the signal
+    resumed = subprocess.run(train_cmd(tiny_corpus, out), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0 and f"step {written}" in resumed.stderr, resumed.stderr
     assert_same_weights(out / "model.pt", reference_run / "model.pt")
 
 

@@ -107,3 +107,32 @@ def test_the_training_code_holds_every_module_training_loads():
     assert loaded <= set(files), loaded - set(files)
     assert "nmtlib/train/trainer.py" in files and "nmtlib/models/seq2seq.py" in files
     assert not [f for f in files if LAYERS[f.split("/")[1].removesuffix(".py")] > LAYERS["train"]]
+
+
+def test_a_models_record_names_the_training_code_that_differs_from_its_commit(tmp_path: Path):
+    """``code_state``: the commit, and which training-code files differ from it; a change outside the
+    training code (a report module) is not named, since it cannot have changed the weights."""
+    import shutil
+    import subprocess
+
+    from nmtlib.provenance import code_state
+
+    shutil.copytree(PACKAGE, tmp_path / "nmtlib", ignore=shutil.ignore_patterns("__pycache__"))
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "x")
+    assert code_state(tmp_path / "nmtlib") == {"git_commit": git("rev-parse", "HEAD"), "changed_training_code": []}
+    with open(tmp_path / "nmtlib" / "report" / "publish.py", "a") as f:
+        f.write("# a report change\n")
+    assert code_state(tmp_path / "nmtlib")["changed_training_code"] == []
+    with open(tmp_path / "nmtlib" / "models" / "attention.py", "a") as f:
+        f.write("# a model change\n")
+    (tmp_path / "nmtlib" / "train" / "new.py").write_text("# a new training module\n")
+    assert code_state(tmp_path / "nmtlib")["changed_training_code"] == ["nmtlib/models/attention.py",
+                                                                       "nmtlib/train/new.py"]
+    assert code_state(tmp_path / "elsewhere" / "nmtlib") == {"git_commit": None, "changed_training_code": None}

@@ -7,7 +7,8 @@ What it guarantees:
   at any point (SIGKILL included) and started again reaches the same final weights as an
   uninterrupted run on the same device (bit-identical on CPU);
 - **preemption** — SIGTERM (Slurm's preemption or ``scancel --signal=TERM``) writes a checkpoint
-  at the end of the current step and exits with code 143, so a requeued job continues;
+  at the end of the current step and exits with code 143, so a requeued job continues; Ctrl-C
+  (SIGINT) does the same and exits with 130;
 - **divergence** — a NaN/inf loss stops the run with :class:`TrainingError` before the weights
   it produced are evaluated or saved: on the CPU before the update, on a GPU one step later
   (reading each loss at once would stall the GPU, :mod:`nmtlib.train.step`); the last good
@@ -37,6 +38,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +58,13 @@ from nmtlib.metrics.perplexity import perplexity
 from nmtlib.models.builder import build_model, count_parameters, init_uniform
 from nmtlib.models.seq2seq import Seq2Seq
 from nmtlib.precision import require_bf16
+from nmtlib.provenance import code_state, processor, read_record
 from nmtlib.train.graphs import CudaGraphLoss
 from nmtlib.train.loss import autocast_factory, batch_loss
 from nmtlib.train.schedule import build_optimizer, learning_rate, plateaued, set_lr
 from nmtlib.train.step import LossReader, reproducible_kernels, update
 
 LOG_FIELDS = ["epoch", "step", "lr", "train_ppl", "dev_ppl", "target_tokens_per_s", "elapsed_s"]
-PREEMPTED_EXIT_CODE = 143
 
 
 class TrainingError(RuntimeError):
@@ -148,25 +150,33 @@ def evaluate_nll(model: Seq2Seq, data: ParallelData, batch_size: int, device: to
 
 
 class _Preemption:
-    """Turns SIGTERM into a flag checked between steps."""
+    """Turns SIGTERM and SIGINT (Ctrl-C) into a flag checked between steps: the step in progress
+    ends, the resume state is written, the run exits with 128 + the signal's number. A second
+    Ctrl-C stops at once (``KeyboardInterrupt``), losing what the first would have saved."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
     def __init__(self) -> None:
-        self.requested = False
+        self.requested: signal.Signals | None = None
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[_Preemption]:
         try:
-            previous = signal.signal(signal.SIGTERM, self._handle)
+            previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
         except ValueError:  # not the main thread: leave signals alone
             yield self
             return
         try:
             yield self
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def _handle(self, signum, frame) -> None:
-        self.requested = True
+        if self.requested is None:
+            self.requested = signal.Signals(signum)
+        if signum == signal.SIGINT:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class Trainer:
@@ -352,13 +362,13 @@ class Trainer:
             print(f"[train] resuming from {self.paths.last}: epoch {epoch}, batch {batch_index}, step {step}",
                   file=sys.stderr)
         self._write_log(log)
-        self._write_env(model)
+        self._write_env(model, step, resumed=state is not None)
         model.train()
         preemption = _Preemption()
         with preemption.installed():
             done = self._loop(model, optimizer, epoch, batch_index, step, best, log, preemption)
         if not done:
-            raise SystemExit(PREEMPTED_EXIT_CODE)
+            raise SystemExit(128 + preemption.requested)
         return self._finish(model)
 
     def _loop(self, model, optimizer, epoch, batch_index, step, best, log, preemption) -> bool:
@@ -406,7 +416,7 @@ class Trainer:
                 batch_index += 1
                 losses.push(step, loss, nll, batch.target_tokens)
                 evaluate_now = bool(cfg.eval_every) and step % cfg.eval_every == 0
-                save_now = step % cfg.checkpoint_every == 0 or preemption.requested
+                save_now = step % cfg.checkpoint_every == 0 or preemption.requested is not None
                 end_now = batch_index >= len(batches) or bool(cfg.max_steps and step >= cfg.max_steps)
                 # every step's loss is read (and checked) before its weights are evaluated or saved
                 for done in losses.pop(0 if evaluate_now or save_now or end_now else None):
@@ -422,10 +432,10 @@ class Trainer:
                 if save_now:
                     self._save(model, optimizer, epoch, batch_index, step, best, log,
                                (nll_sum, tok_sum, epoch_seconds()) if whole_epoch else None)
-                if save_now and preemption.requested:
+                if save_now and preemption.requested is not None:
                     bar.close()
-                    print(f"[train] SIGTERM: checkpoint written at step {step}; exiting for requeue",
-                          file=sys.stderr)
+                    print(f"[train] {preemption.requested.name}: checkpoint written at step {step}; exiting "
+                          f"(the same command resumes from it)", file=sys.stderr)
                     return False
                 if cfg.max_steps and step >= cfg.max_steps:
                     break
@@ -533,19 +543,32 @@ class Trainer:
             writer.writeheader()
             writer.writerows(log)
 
-    def _write_env(self, model: nn.Module) -> None:
-        """What makes this run reproducible: code, config, packages, device, seeds, data hashes."""
+    def _write_env(self, model: nn.Module, step: int, resumed: bool) -> None:
+        """What makes this run reproducible: code, config, packages, device, seeds, data hashes.
+
+        The top-level code and machine keys describe the latest start. ``starts`` lists every start
+        of this model's training, a resume on another machine or commit included: the step it
+        started at, when, where (processor, the instruction set PyTorch's CPU kernels use, threads,
+        device) and at which commit, with the training-code files that differed from it."""
         import platform
 
+        here = {
+            **code_state(),
+            "processor": processor(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "threads": torch.get_num_threads(),
+            "device": str(self.device),
+            "cuda_device": torch.cuda.get_device_name(0) if self.device.type == "cuda" else None,
+        }
+        earlier = (read_record(self.paths.out_dir) or {}).get("starts") if resumed else None
+        start = {"step": step, "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **here}
         env = {
-            "git_commit": _git_commit(),
+            **here,
             "variant": self.variant.to_dict(),
             "seed": self.seed,
             "init_from": None if self.init_from is None else str(self.init_from),
             "python": platform.python_version(),
             "torch": torch.__version__,
-            "device": str(self.device),
-            "cuda_device": torch.cuda.get_device_name(0) if self.device.type == "cuda" else None,
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
             "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),  # bit-exact cuBLAS needs it
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
@@ -555,6 +578,8 @@ class Trainer:
                 **{str(p): sha256_file(p) for p in (self.paths.dev_src, self.paths.dev_tgt)},
                 **{r["path"]: r["sha256"] for r in self.vocabularies.values()},
             },
+            # a resume from a record that kept no starts (an older model) lists the ones it knows
+            "starts": [*(earlier if isinstance(earlier, list) else []), start],
         }
         with atomic_write(self.paths.out_dir / "env.json") as f:
             f.write(json.dumps(env, indent=2) + "\n")
@@ -581,13 +606,3 @@ def _python_rng_state() -> tuple:
 def _set_python_rng_state(state) -> None:
     version, internal, gauss = state
     random.setstate((version, tuple(internal), gauss))
-
-
-def _git_commit() -> str | None:
-    import subprocess
-
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).resolve().parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
