@@ -45,6 +45,31 @@ def read_record(folder: str | Path) -> dict[str, Any] | None:
     return record
 
 
+def starts(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every start of a model's training as its record lists them (``starts``: step, time, commit,
+    training-code files changed from it, processor, ``cpu_capability``, threads, device), oldest
+    first; for a record older than that list, one start at step 0 from its top-level keys (commit
+    and device; the processor and instruction set unknown, None)."""
+    listed = record.get("starts")
+    if isinstance(listed, list) and listed and all(isinstance(s, dict) for s in listed):
+        return listed
+    return [{"step": 0, "git_commit": record.get("git_commit"), "changed_training_code": None,
+             "processor": None, "cpu_capability": None, "device": record.get("device"),
+             "cuda_device": record.get("cuda_device")}]
+
+
+def machine(start: dict[str, Any]) -> str:
+    """Where one start of a training ran, in words: the GPU's name, or the processor with the
+    instruction set of PyTorch's CPU kernels (``Intel(R) Xeon(R) Processor, AVX512``), or the device
+    alone where an older record names no processor; "" unknown."""
+    if start.get("cuda_device"):
+        return str(start["cuda_device"])
+    cpu = ", ".join(str(v) for v in (start.get("processor"), start.get("cpu_capability")) if v)
+    if cpu or not start.get("device"):
+        return cpu
+    return "cpu (processor not recorded)" if start["device"] == "cpu" else str(start["device"])
+
+
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, dict):
         flat: dict[str, Any] = {}

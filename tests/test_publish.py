@@ -211,6 +211,38 @@ def test_the_page_says_whether_the_training_code_differs_between_the_models_comm
     assert row(first, first, first) == ""  # one commit: nothing to compare
 
 
+def test_the_page_says_where_and_at_which_commits_each_model_trained(tmp_path: Path) -> None:
+    """A model started on one machine and resumed on another, at another commit with an uncommitted
+    change to the trainer; one recorded before records listed their starts (device only); the rest
+    record nothing. The page names each machine and commit, counts the models at each, and says which
+    model's commit does not name the code that trained it."""
+    root, results = reported_experiment(tmp_path)
+    a, b = "a" * 40, "b" * 40
+    (results / "models" / "base" / "seed1" / "env.json").write_text(json.dumps({
+        "git_commit": b, "device": "cpu", "starts": [
+            {"step": 0, "git_commit": a, "changed_training_code": [], "processor": "CPU One",
+             "cpu_capability": "AVX2", "device": "cpu", "cuda_device": None},
+            {"step": 4885, "git_commit": b, "changed_training_code": ["nmtlib/train/trainer.py"],
+             "processor": "CPU Two", "cpu_capability": "AVX512", "device": "cpu", "cuda_device": None}]}))
+    (results / "models" / "local-p" / "seed1" / "env.json").write_text(json.dumps({"git_commit": a, "device": "cpu"}))
+    code, out = publish(root)
+    assert code == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    (commits,) = [line for line in lines if line.startswith("| commits |")]
+    assert "`aaaaaaaaaaaa` (training of 2 models)" in commits and "`bbbbbbbbbbbb` (training of 1 model)" in commits
+    (where,) = [line for line in lines if line.startswith("| processors |")]
+    assert where == ("| processors | not recorded: 10 models; CPU One, AVX2: 1 model; CPU Two, AVX512: 1 model; "
+                     "cpu (processor not recorded): 1 model (1 model resumed on another machine) |")
+    (changed,) = [line for line in lines if line.startswith("| uncommitted training code |")]
+    assert "1 model started with uncommitted changes to `nmtlib/train/trainer.py`" in changed
+    assert changed.endswith("(base seed1) |")
+    base = next(line for line in lines if line.startswith("| base | seed1 |"))
+    assert base.endswith("| CPU One, AVX2 from step 0; CPU Two, AVX512 from step 4,885 |  |  | "
+                         "`aaaaaaaaaaaa`, `bbbbbbbbbbbb` |")
+    local_p = next(line for line in lines if line.startswith("| local-p | seed1 |"))
+    assert "| cpu (processor not recorded) |" in local_p and local_p.endswith("| `aaaaaaaaaaaa` |")
+
+
 def test_counts_are_integers_in_the_tables(tmp_path: Path) -> None:
     """Bahdanau Table 1's no-UNK sentence count (4 in the fixture) was printed as 4.00."""
     results = tmp_path / "results" / "unit"

@@ -15,7 +15,7 @@ built only from what the run wrote:
   command that re-scores the best single model's row and prints its BLEU and chrF with their
   signatures;
 - per model the learning curve and the trainer's clock (its training log), the provenance (its
-  record: commit, device, parameters), the CPU time of the training job (Snakemake's benchmark
+  record: every start's commit and machine, parameters; :func:`nmtlib.provenance.starts`), the CPU time of the training job (Snakemake's benchmark
   file, :meth:`nmtlib.layout.Logs.benchmark`) and whether it resumed (its job log); the figures,
   shrunk to at most :data:`MAX_WIDTH` pixels, each with its caption (:data:`nmtlib.report.paper.FIGURES`).
 
@@ -50,7 +50,7 @@ from nmtlib.atomic import atomic_write
 from nmtlib.errors import NmtlibError
 from nmtlib.files import read_lines
 from nmtlib.layout import RAW_TEXT, Layout, Logs
-from nmtlib.provenance import TRAINER, training_code
+from nmtlib.provenance import TRAINER, machine, starts, training_code
 from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
 from nmtlib.report.findings import CRITERIA, claim_name, counts, verdict_summary
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
@@ -110,10 +110,24 @@ class ModelRun:
     train_s: float | None  #: the trainer's clock: wall seconds over every attempt (a resumed run adds its part)
     cpu_s: float | None  #: CPU seconds of the job's last attempt (Snakemake's benchmark), unaffected by other jobs
     resumed: bool | None  #: the last attempt resumed from a checkpoint (its job log says so); None: no log
-    device: str
     precision: str  #: what its record says it trained in (:func:`nmtlib.report.collect.precision`); "" unknown
     parameters: int | None
-    commit: str | None
+    starts: list[dict]  #: every start of its training, from its record (:func:`nmtlib.provenance.starts`)
+
+    @property
+    def commits(self) -> list[str | None]:
+        """The commits its training ran at, each once, in the order of its starts."""
+        return list(dict.fromkeys(s.get("git_commit") for s in self.starts))
+
+    @property
+    def machines(self) -> list[str]:
+        """Where its training ran (:func:`nmtlib.provenance.machine`), each once, in the order of its starts."""
+        return list(dict.fromkeys(machine(s) for s in self.starts))
+
+    @property
+    def changed_code(self) -> list[str]:
+        """Training-code files that differed from the commit at one of its starts (uncommitted changes)."""
+        return sorted({f for s in self.starts for f in (s.get("changed_training_code") or [])})
 
 
 def model_runs(results: Path, logs: Path | None, settings: dict[str, str] | None = None) -> list[ModelRun]:
@@ -137,7 +151,6 @@ def model_runs(results: Path, logs: Path | None, settings: dict[str, str] | None
             gain = round(100 * (before - ppls[-1]) / before, 2)
         record = layout.record(variant, run)
         env = json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}
-        device = env.get("cuda_device") or env.get("device") or ""
         cpu_s = _benchmark_cpu_seconds(job_logs, variant, run) if job_logs else None
         train_s = float(rows[-1]["elapsed_s"]) if rows and rows[-1].get("elapsed_s") else None
         job_log = job_logs.job(TRAINING_RULE, f"{variant}.{run}") if job_logs else None
@@ -147,9 +160,9 @@ def model_runs(results: Path, logs: Path | None, settings: dict[str, str] | None
         bleu = METRICS[PAGE_BLEU].read(RunFiles(layout, variant, run, setting)) if setting else None
         runs.append(ModelRun(variant, run, int(rows[-1]["epoch"]) if rows else 0,
                              int(rows[best]["epoch"]) if best is not None else None,
-                             ppls[best] if best is not None else None, bleu, gain, train_s, cpu_s, resumed, device,
+                             ppls[best] if best is not None else None, bleu, gain, train_s, cpu_s, resumed,
                              precision(env["variant"]) if "variant" in env else "", env.get("parameters"),
-                             env.get("git_commit")))
+                             starts(env)))
     return runs
 
 
@@ -535,7 +548,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     lines = [f"# {title or f'Reference results: {experiment}'}", ""]
     if intro:
         lines += [intro.strip(), ""]
-    trained_at = Counter(r.commit for r in runs)
+    trained_at = Counter(c for r in runs for c in r.commits)  # a model resumed at another commit counts at each
     # oldest first, as the run went; commits git does not know (or none recorded) after them, as found
     known = {c: commit_time(root, c) for c in trained_at if c}
     order = sorted(trained_at, key=lambda c: (known.get(c) is None, known.get(c) or 0))
@@ -553,6 +566,8 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         f"| commits | {'; '.join(commits)} |",
         *([f"| training code | {code} |"] if code else []),
         f"| hardware | {hardware} |",
+        f"| processors | {_machines(runs)} |",
+        *([f"| uncommitted training code | {_changed_code(runs)} |"] if any(r.changed_code for r in runs) else []),
         f"| models | {len(runs)} trained, {sum(r.train_s or 0 for r in runs) / 3600:.2f} h of training in all |",
         *([f"| precision | {_precisions(runs)} |"] if any(r.precision for r in runs) else []),
         *([f"| test set | {test_size} sentences |"] if test_size is not None else []),
@@ -617,6 +632,31 @@ def _precisions(runs: list[ModelRun]) -> str:
                      for p, n in counts.items())
 
 
+def _machines(runs: list[ModelRun]) -> str:
+    """Where the models trained, as their records say: models per processor (or GPU), a model
+    resumed elsewhere counted at each, and how many trained on more than one."""
+    counts = Counter(m for r in runs for m in r.machines)
+    text = "; ".join(f"{m or 'not recorded'}: {n} model{'s' if n != 1 else ''}" for m, n in counts.most_common())
+    moved = sum(len(r.machines) > 1 for r in runs)
+    return text + (f" ({moved} model{'s' if moved != 1 else ''} resumed on another machine)" if moved else "")
+
+
+def _changed_code(runs: list[ModelRun]) -> str:
+    """The models whose training started with training code that differed from the recorded commit."""
+    changed = [r for r in runs if r.changed_code]
+    files = sorted({f for r in changed for f in r.changed_code})
+    return (f"{len(changed)} model{'s' if len(changed) != 1 else ''} started with uncommitted changes to "
+            f"{', '.join(f'`{f}`' for f in files)}: their commit does not name the code that trained them "
+            f"({', '.join(f'{r.variant} {r.run}' for r in changed)})")
+
+
+def _where(r: ModelRun) -> str:
+    """The models table's cell: one machine, or each with the step its part of the training started at."""
+    if len(r.machines) <= 1:
+        return r.machines[0] if r.machines else ""
+    return "; ".join(f"{machine(s) or 'not recorded'} from step {s.get('step', 0):,}" for s in r.starts)
+
+
 def _commit(commit: str | None) -> str:
     return f"`{commit[:12]}`" if commit else "not recorded"
 
@@ -633,7 +673,7 @@ def _models_section(runs: list[ModelRun]) -> list[str]:
         "(early stopping ends training when it is below `train.min_improvement`).",
         "",
         "| variant | run | epochs | best epoch | best dev ppl | test BLEU | last gain | training time | CPU time | "
-        "resumed | device | precision | parameters | commit |",
+        "resumed | trained on | precision | parameters | commit |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
@@ -645,5 +685,5 @@ def _models_section(runs: list[ModelRun]) -> list[str]:
         resumed = "" if r.resumed is None else ("yes" if r.resumed else "no")
         bleu = "" if r.bleu is None else f"{r.bleu:.2f}"
         lines.append(f"| {r.variant} | {r.run} | {r.epochs} | {r.best_epoch or ''} | {ppl} | {bleu} | {gain} | {time_} | "
-                     f"{cpu} | {resumed} | {r.device} | {r.precision} | {params} | {_commit(r.commit)} |")
+                     f"{cpu} | {resumed} | {_where(r)} | {r.precision} | {params} | {', '.join(map(_commit, r.commits))} |")
     return [*lines, ""]
