@@ -18,7 +18,7 @@ PACKAGE = ROOT / "nmtlib"
 #: layer of each top-level module or package of nmtlib; a module may import its own layer or lower
 LAYERS: dict[str, int] = {
     "__init__": 0, "errors": 0, "files": 0, "atomic": 0, "locks": 0, "registry": 0, "config": 0, "memory": 0,
-    "precision": 0, "provenance": 0, "layout": 0,
+    "precision": 0, "provenance": 0, "origin": 0, "layout": 0,
     "data": 1, "metrics": 1, "models": 1,
     "checkpoint": 2,
     "decode": 3,
@@ -90,13 +90,13 @@ def test_the_check_catches_an_upward_import(tmp_path, monkeypatch):
 
 
 def test_the_training_code_holds_every_module_training_loads():
-    """``nmtlib.provenance.training_code`` (what ``nmtlib publish`` compares across the commits a
+    """``nmtlib.origin.training_code`` (what ``nmtlib publish`` compares across the commits a
     run's models were trained at) holds every nmtlib module that importing the trainer loads, and no
     module of a layer above training's."""
     import subprocess
     import sys
 
-    from nmtlib.provenance import training_code
+    from nmtlib.origin import training_code
 
     code = ("import sys, nmtlib.train.trainer, nmtlib.train.step, nmtlib.train.graphs; "
             "print('\\n'.join(m.__file__ for n, m in sys.modules.items() if n.split('.')[0] == 'nmtlib'))")
@@ -115,7 +115,7 @@ def test_a_models_record_names_the_training_code_that_differs_from_its_commit(tm
     import shutil
     import subprocess
 
-    from nmtlib.provenance import code_state
+    from nmtlib.origin import code_state
 
     shutil.copytree(PACKAGE, tmp_path / "nmtlib", ignore=shutil.ignore_patterns("__pycache__"))
 

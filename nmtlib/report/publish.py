@@ -25,7 +25,7 @@ beside them.
 
 What the files cannot say — the command that ran and the machine — the caller gives. One list of
 commits: those the models were trained at and the one the tables and this page were written at;
-where the models span several, whether the training code (:func:`nmtlib.provenance.training_code`)
+where the models span several, whether the training code (:func:`nmtlib.origin.training_code`)
 is the same at all of them, as git tells it.
 The page names no path outside the repository (:class:`PathOutsideRepository` otherwise).
 """
@@ -50,7 +50,8 @@ from nmtlib.atomic import atomic_write
 from nmtlib.errors import NmtlibError
 from nmtlib.files import read_lines
 from nmtlib.layout import RAW_TEXT, Layout, Logs
-from nmtlib.provenance import TRAINER, machine, starts, training_code
+from nmtlib.origin import TRAINER, training_code
+from nmtlib.provenance import machine, starts
 from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
 from nmtlib.report.findings import CRITERIA, claim_name, counts, verdict_summary
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
@@ -411,7 +412,7 @@ def commit_time(root: Path, commit: str) -> int | None:
 
 def training_code_row(root: Path, commits: list[str]) -> str | None:
     """Whether the models' commits (oldest first, each known to git at ``root``) hold the same
-    training code (:func:`nmtlib.provenance.training_code`): git's files that differ between each two
+    training code (:func:`nmtlib.origin.training_code`): git's files that differ between each two
     consecutive ones, or that none does; None for fewer than two commits, or where git cannot say."""
     if len(commits) < 2:
         return None

@@ -58,7 +58,7 @@ from nmtlib.metrics.perplexity import perplexity
 from nmtlib.models.builder import build_model, count_parameters, init_uniform
 from nmtlib.models.seq2seq import Seq2Seq
 from nmtlib.precision import require_bf16
-from nmtlib.provenance import code_state, processor, read_record
+from nmtlib.origin import code_state, processor
 from nmtlib.train.graphs import CudaGraphLoss
 from nmtlib.train.loss import autocast_factory, batch_loss
 from nmtlib.train.schedule import build_optimizer, learning_rate, plateaued, set_lr
@@ -324,6 +324,7 @@ class Trainer:
             "rng_cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
             "rng_python": list(_python_rng_state()),
             "elapsed_s": self._elapsed(),
+            "starts": self._starts,  # where and from which code each part of the training ran (env.json)
         }
         checkpoint.save_atomic(state, self.paths.last)
 
@@ -362,7 +363,9 @@ class Trainer:
             print(f"[train] resuming from {self.paths.last}: epoch {epoch}, batch {batch_index}, step {step}",
                   file=sys.stderr)
         self._write_log(log)
-        self._write_env(model, step, resumed=state is not None)
+        # a resume state from before the starts were kept knows none of the earlier ones
+        self._starts = list(state.get("starts") or []) if state is not None else []
+        self._write_env(model, step)
         model.train()
         preemption = _Preemption()
         with preemption.installed():
@@ -543,13 +546,14 @@ class Trainer:
             writer.writeheader()
             writer.writerows(log)
 
-    def _write_env(self, model: nn.Module, step: int, resumed: bool) -> None:
+    def _write_env(self, model: nn.Module, step: int) -> None:
         """What makes this run reproducible: code, config, packages, device, seeds, data hashes.
 
         The top-level code and machine keys describe the latest start. ``starts`` lists every start
         of this model's training, a resume on another machine or commit included: the step it
         started at, when, where (processor, the instruction set PyTorch's CPU kernels use, threads,
-        device) and at which commit, with the training-code files that differed from it."""
+        device) and at which commit, with the training-code files that differed from it. The list
+        travels in the resume state (``last.pt``), so that each resume adds to the one it goes on from."""
         import platform
 
         here = {
@@ -560,8 +564,7 @@ class Trainer:
             "device": str(self.device),
             "cuda_device": torch.cuda.get_device_name(0) if self.device.type == "cuda" else None,
         }
-        earlier = (read_record(self.paths.out_dir) or {}).get("starts") if resumed else None
-        start = {"step": step, "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **here}
+        self._starts.append({"step": step, "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **here})
         env = {
             **here,
             "variant": self.variant.to_dict(),
@@ -578,8 +581,7 @@ class Trainer:
                 **{str(p): sha256_file(p) for p in (self.paths.dev_src, self.paths.dev_tgt)},
                 **{r["path"]: r["sha256"] for r in self.vocabularies.values()},
             },
-            # a resume from a record that kept no starts (an older model) lists the ones it knows
-            "starts": [*(earlier if isinstance(earlier, list) else []), start],
+            "starts": self._starts,
         }
         with atomic_write(self.paths.out_dir / "env.json") as f:
             f.write(json.dumps(env, indent=2) + "\n")
