@@ -261,6 +261,23 @@ def test_gpu_decode_options_reach_every_translate_command(tmp_path):
                for s in settings), settings
 
 
+def test_a_target_of_a_variant_the_config_does_not_name_has_no_rule(tmp_path):
+    """Asking for a model of an unknown variant names the file it cannot make (before: a KeyError
+    from an input function); a variant whose name begins another's ("base" and "base-x") is still
+    told apart, and a configured one's target is planned."""
+    config = write_config(tmp_path, lambda c: c["variants"].update({"base-x": dict(c["variants"]["base"])}))
+    for target in ("results/tiny/models/nosuch/seed1/model.pt", "results/tiny/models/bas/seed1/model.pt"):
+        run = snakemake(tmp_path, target, "-n", "--cores", "1", "--configfile", str(config), timeout=120)
+        said = run.stdout + run.stderr
+        assert run.returncode != 0 and f"No rule to produce {target}" in said, said[-2000:]
+        assert "KeyError" not in said
+    for target, rule in (("results/tiny/models/base/seed1/model.pt", "train_model"),
+                         ("results/tiny/models/base-x/seed1/model.pt", "train_model"),
+                         ("results/tiny/scores/ens/ensemble/test.beam3.json", "score_translation")):
+        run = snakemake(tmp_path, target, "-n", "--cores", "1", "--configfile", str(config), timeout=120)
+        assert run.returncode == 0 and f"rule {rule}:" in run.stdout, (target, run.stderr[-2000:])
+
+
 def test_unk_replace_false_reaches_every_translate_command(tmp_path):
     """``decode.unk_replace: false`` means no replacement of any kind: the translate rule passes
     ``--no-unk-replace`` and no dictionary (so not even the attended source word is copied)."""

@@ -4,6 +4,7 @@
 import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -99,8 +100,11 @@ onstart:
             sys.exit(1)
 
 
+# a variant is one the config names (or an ensemble): a target of another name has no rule that
+# makes it ("MissingRuleException: No rule to produce <the file>"), where an input function would
+# fail on it with a KeyError; longest names first, so that no name stops at a shorter one's end
 wildcard_constraints:
-    variant="[A-Za-z0-9][A-Za-z0-9._+-]*",
+    variant="|".join(re.escape(name) for name in sorted([*VARIANTS, *ENSEMBLES], key=len, reverse=True)),
     run=r"seed\d+|ensemble",
     setting=SETTING_PATTERN,
     split="|".join(SPLITS),
