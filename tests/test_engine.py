@@ -109,6 +109,28 @@ def test_sigterm_writes_checkpoint_exits_143_and_resumes(tiny_corpus, reference_
     assert_same_weights(out / "model.pt", reference_run / "model.pt")
 
 
+def test_sigterm_as_a_resumed_run_starts_is_a_preemption_too(tiny_corpus, tmp_path):
+    """SIGTERM the moment a resumed run says it resumes (before its first step): the run still
+    exits 143 with its resume state written, as a preemption at any other moment does (the handler
+    used to be installed only at the first step, and a signal before it killed the run outright)."""
+    out = tmp_path / "early"
+    proc = subprocess.Popen(train_cmd(tiny_corpus, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_step(out / "checkpoints" / "last.pt", proc, 3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    resumed = subprocess.Popen(train_cmd(tiny_corpus, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    seen = []
+    for line in resumed.stderr:
+        seen.append(line)
+        if "[train] resuming from" in line:
+            resumed.send_signal(signal.SIGTERM)
+            break
+    err = "".join(seen) + resumed.stderr.read()
+    assert resumed.wait(120) == 143, err
+    assert "SIGTERM: checkpoint written at step" in err
+
+
 def test_ctrl_c_writes_checkpoint_exits_130_and_resumes(tiny_corpus, reference_run, tmp_path):
     """Ctrl-C (SIGINT) ends the step in progress and writes the resume state, as SIGTERM does: the
     run resumed from it ends with the uninterrupted run's weights."""

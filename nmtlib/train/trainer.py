@@ -335,10 +335,14 @@ class Trainer:
     def run(self) -> dict[str, Any]:
         """Train (or resume) to the end; the model folder is this run's alone until it returns
         (:func:`hold_folder`)."""
-        with hold_folder(self.paths.out_dir):
-            return self._run()
+        # the signals are caught from the start, not from the first step: one that came while the
+        # resume state loads or the record is written would otherwise kill the run outright (no exit
+        # 143 for Slurm's requeue, and the steps since the last checkpoint are trained again)
+        preemption = _Preemption()
+        with hold_folder(self.paths.out_dir), preemption.installed():
+            return self._run(preemption)
 
-    def _run(self) -> dict[str, Any]:
+    def _run(self, preemption: _Preemption) -> dict[str, Any]:
         cfg = self.cfg
         model = self._fresh_model()
         optimizer = build_optimizer(cfg, model.parameters())
@@ -367,9 +371,7 @@ class Trainer:
         self._starts = list(state.get("starts") or []) if state is not None else []
         self._write_env(model, step)
         model.train()
-        preemption = _Preemption()
-        with preemption.installed():
-            done = self._loop(model, optimizer, epoch, batch_index, step, best, log, preemption)
+        done = self._loop(model, optimizer, epoch, batch_index, step, best, log, preemption)
         if not done:
             raise SystemExit(128 + preemption.requested)
         return self._finish(model)
