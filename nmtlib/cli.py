@@ -37,6 +37,7 @@ COMMANDS: tuple[str, ...] = (
     "translate",
     "align",
     "score",
+    "compare",
     "evaluate",
     "report",
     "publish",

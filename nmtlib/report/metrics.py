@@ -229,9 +229,13 @@ def ribes_sentences(text: str) -> Callable[[RunFiles], list[float] | None]:
         hyps, refs = files.hypotheses(text), files.references()
         if hyps is None or refs is None or len(hyps) != len(refs) or not refs:
             return None
-        return files._once(("ribes", text), lambda: corpus_ribes(
-            hyps, refs, case_sensitive=SCORED_CASE_SENSITIVE).sentence_scores)
+        return files._once(("ribes", text), lambda: ribes_sentence_scores(hyps, refs))
     return read
+
+
+def ribes_sentence_scores(hyps: list[str], refs: list[str]) -> list[float]:
+    """Each sentence's RIBES as the workflow scores it (case kept, one reference)."""
+    return corpus_ribes(hyps, refs, case_sensitive=SCORED_CASE_SENSITIVE).sentence_scores
 
 
 def tokenized_bleu_statistics() -> BLEU:

@@ -42,10 +42,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from sacrebleu.metrics.base import Metric as SacreMetric
 from sacrebleu.significance import _compute_p_value
+
+from nmtlib.files import read_lines
+from nmtlib.metrics import check_parallel
+from nmtlib.report.metrics import METRICS, RAW, ribes_sentence_scores
 
 #: bootstrap resamples (sacreBLEU's default for --paired-bs)
 SAMPLES = 1000
@@ -261,3 +266,44 @@ METHOD = (
     "hold when no value of the interval meets the criterion; otherwise it is inconclusive. "
     f"Models stopped by train.max_steps give '{NO_VERDICT}'."
 )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two systems' translations of one test set compared (:func:`compare_translations`)."""
+
+    a: float  #: A's score, the mean over its runs
+    b: float
+    sentences: int  #: test sentences resampled
+    interval: Interval | None
+
+
+def compare_translations(family: str, ref: Path, a: Sequence[Path], b: Sequence[Path],
+                         paired: bool = False) -> Comparison:
+    """The difference A − B of the report's metric of ``family`` (``bleu``: tokenized BLEU, ``chrf``,
+    ``ribes``; scored on the text as given, :data:`nmtlib.report.metrics.RAW`) between the runs
+    ``a`` and ``b`` (one tokenized translation file each) of ``ref``, as the findings compute it
+    (:func:`compare`); where one side has a single run and the other several, the single run takes
+    the seed variance pooled over both (:func:`pooled_seed_variance`).
+
+    :raises MetricInputError: a file whose line count differs from the reference's, naming both."""
+    metric = next(m for m in METRICS.values() if m.family == family and m.text == RAW)
+    refs = read_lines(ref)
+    if not refs:
+        raise ValueError(f"reference file {ref} is empty")
+    stat = Statistic(metric.statistics)  # RIBES: a mean of sentence scores (no sacreBLEU metric)
+    idx = resample_indices(len(refs))
+    sides = []
+    for files in (a, b):
+        samples = []
+        for path in files:
+            hyps = read_lines(path)
+            check_parallel(f"hypothesis file {path}", hyps, f"reference file {ref}", refs)
+            rows = stat.sentences(hyps, refs) if metric.statistics else stat.sentences(ribes_sentence_scores(hyps, refs))
+            samples.append(Sample(stat.full(rows), stat.resampled(rows, idx)))
+        sides.append(samples)
+    fulls = [[s.full for s in side] for side in sides]
+    pooled = pooled_seed_variance(fulls) if not paired and min(map(len, fulls)) == 1 else None
+    interval = compare(sides[0], sides[1], paired, pooled=(pooled, pooled))
+    return Comparison(float(np.mean(fulls[0])), float(np.mean(fulls[1])), len(refs), interval)
+
