@@ -3,6 +3,8 @@
 #     snakemake --cores all                       (embedded synthetic default, CPU, minutes)
 #     snakemake --cores all --configfile config/experiments/<name>.yaml
 #     snakemake --cores 8 --profile slurm         (a Slurm cluster with GPUs)
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -10,10 +12,11 @@ min_version("9.0")
 
 # The embedded default applies only when no experiment config is given: Snakemake merges
 # --configfile into the `configfile:` directive's dict, which would leak the default's variants
-# into every experiment. (`--config key=value` overrides still apply on top of either.)
-if "experiment" not in config:
+# into every experiment. `--config key=value` overrides apply on top of either (the demo under
+# another name: `--config experiment=demo-2`).
+if not workflow.configfiles:
 
-    configfile: "config/config.yaml"
+    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 report: "workflow/report/workflow.rst"
