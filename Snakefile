@@ -3,8 +3,6 @@
 #     snakemake --cores all                       (embedded synthetic default, CPU, minutes)
 #     snakemake --cores all --configfile config/experiments/<name>.yaml
 #     snakemake --cores 8 --profile slurm         (a Slurm cluster with GPUs)
-import os
-
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -12,11 +10,10 @@ min_version("9.0")
 
 # The embedded default applies only when no experiment config is given: Snakemake merges
 # --configfile into the `configfile:` directive's dict, which would leak the default's variants
-# into every experiment. `--config key=value` overrides apply on top of either (the demo under
-# another name: `--config experiment=demo-2`).
-if not workflow.configfiles:
+# into every experiment. (`--config key=value` overrides still apply on top of either.)
+if "experiment" not in config:
 
-    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+    configfile: "config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"
