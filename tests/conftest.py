@@ -34,6 +34,24 @@ def trained_variants(log: str) -> list[str]:
     return [wildcards["variant"] for _, wildcards in snakemake_jobs(log, "train_model")]
 
 
+#: the jobs that score a trained model (reliability W7)
+SCORING_RULES = frozenset({"translate", "score_translation", "test_perplexity", "export_attention", "score_alignment"})
+
+
+def scored_after_the_next_training(log: str) -> tuple[str, list[str]]:
+    """The first trained variant of a Snakemake run's log, and those of its scoring jobs (its seed's
+    and run's: translate, score_translation, test_perplexity, export_attention, score_alignment)
+    that started only after the second training had started. Raises if the log has fewer than two
+    trainings, or no translation of the first model."""
+    jobs = snakemake_jobs(log)
+    trains = [i for i, (rule, _) in enumerate(jobs) if rule == "train_model"]
+    assert len(trains) >= 2, log[-3000:]
+    first = jobs[trains[0]][1]["variant"]
+    scoring = [i for i, (rule, w) in enumerate(jobs) if rule in SCORING_RULES and w.get("variant") == first]
+    assert any(jobs[i][0] == "translate" for i in scoring), log[-3000:]
+    return first, [jobs[i][0] for i in scoring if i > trains[1]]
+
+
 def cpuinfo_has_native_bf16() -> bool | None:
     """Read independently of torch: the kernel's CPU flags (x86: AVX512-BF16 or AMX-BF16; Arm: BF16).
     None where the kernel does not say (no ``/proc/cpuinfo``): the tests that need to know skip."""

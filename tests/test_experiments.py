@@ -197,13 +197,14 @@ def expected_jobs(config: dict) -> dict[str, int]:
 
 def _dry_run(path: Path, workdir: Path) -> tuple[subprocess.CompletedProcess, Path]:
     cache = workdir / "empty-cache"
-    return snakemake(workdir, "-n", "--quiet", "rules", "--cores", "1", "--configfile", str(path),
+    return snakemake(workdir, "-n", "--cores", "1", "--configfile", str(path),
                      "--config", f"cache_dir={cache}", timeout=240), cache
 
 
 @pytest.fixture(scope="module")
 def dry_runs(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
-    """``snakemake -n`` of every config, two at a time (each is mostly interpreter start-up)."""
+    """``snakemake -n`` of every config, two at a time (each is mostly interpreter start-up): its
+    plan (every job, with its priority where it is not 0) and the job counts."""
     base = tmp_path_factory.mktemp("dry")
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         futures = {p.stem: pool.submit(_dry_run, p, base / p.stem) for p in EXPERIMENTS}
@@ -219,6 +220,32 @@ def test_dry_run_lists_every_job_without_data(path: Path, dry_runs) -> None:
               if m.group(1) != "total"}
     assert counts == expected_jobs(yaml.safe_load(path.read_text(encoding="utf-8")))
     assert not cache.exists(), "a dry run must not touch the download cache"
+
+
+def planned_priorities(plan: str) -> list[tuple[str, float]]:
+    """(rule, priority) of every job of a ``snakemake -n`` plan; a job block names its priority
+    only where it is not 0."""
+    jobs: list[tuple[str, float]] = []
+    for line in plan.splitlines():
+        if m := re.match(r"^(?:local)?(?:rule|checkpoint) (\w+):$", line):
+            jobs.append((m.group(1), 0.0))
+        elif (m := re.match(r"^\s+priority: (\S+)$", line)) and jobs:
+            jobs[-1] = (jobs[-1][0], float(m.group(1)))
+    return jobs
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
+def test_every_job_but_a_training_goes_before_any_training(path: Path, dry_runs) -> None:
+    """Reliability W7: on few cores a training starts only when no other job is ready, so each
+    trained model is scored, and whatever its scoring needs (the test split, the decoding settings,
+    the dictionary) is made, before the next training. Snakemake runs the ready job of highest
+    priority first; `all` runs nothing and waits on every job."""
+    result, _ = dry_runs[path.stem]
+    jobs = planned_priorities(result.stdout + result.stderr)
+    trainings = [p for rule, p in jobs if rule == "train_model"]
+    others = {(rule, p) for rule, p in jobs if rule not in ("train_model", "all")}
+    assert trainings and others
+    assert [(rule, p) for rule, p in sorted(others) if p <= max(trainings)] == []
 
 
 def test_the_docs_table_gives_every_experiment_and_its_dry_run_job_count(dry_runs) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, snakemake_jobs, trained_variants
+from conftest import ROOT, scored_after_the_next_training, snakemake_jobs, trained_variants
 
 SNAKEFILE = ROOT / "Snakefile"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -257,3 +257,24 @@ def test_a_variants_first_seed_trains_before_another_variants_further_seeds(work
     assert run.returncode == 0, log[-3000:]
     trained = [(w["variant"], w["seed"]) for _, w in snakemake_jobs(log, "train_model")]
     assert trained == [("base", "1"), ("global-general-feed", "2")], log[-3000:]
+
+
+def test_a_run_whose_data_was_prepared_first_scores_each_model_before_the_next_training(tmp_path):
+    """Reliability W7, with the data prepared beforehand (`--until build_vocab`: the training and
+    dev splits and the vocabularies, not the test split nor the decoding settings). On one core the
+    full run then has the first training ready beside the jobs its scoring needs first; those go
+    first (BEFORE_TRAINING_PRIORITY on every rule but train_model). With only the scoring rules
+    raised, the test split and the decoding settings waited behind every training, and so did each
+    model's scores (checked on the code before; the real Ja→En run stopped with a trained model
+    unscored this way)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    config = config_file(tmp_path / "tiny.yaml")
+    prepared = snakemake(work, config, "--cores", "1", "--until", "build_vocab")
+    assert prepared.returncode == 0, prepared.stderr[-3000:]
+    assert not (work / EXP / "data" / "test.src").exists()
+    run = snakemake(work, config, "--cores", "1")
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log[-3000:]
+    first, late = scored_after_the_next_training(log)
+    assert late == [], (first, log[-3000:])

@@ -17,7 +17,7 @@ import yaml
 from nmtlib.config import ConfigError
 from nmtlib.workflow_config import validate_config
 
-from conftest import ROOT, cpuinfo_has_native_bf16, snakemake_jobs
+from conftest import ROOT, cpuinfo_has_native_bf16, scored_after_the_next_training, snakemake_jobs
 
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
@@ -64,18 +64,11 @@ def test_tiny_workflow_produces_tables_figures_and_is_complete(tiny_run):
 
 
 def test_each_model_is_scored_before_the_next_one_trains(tiny_run):
-    """The scoring rules' priority (SCORING_PRIORITY): on one core, everything that scores the first
-    trained model (its translation and scores, perplexity, attention and AER) runs before the second
-    model's training starts, so a run stopped between models leaves each trained model scored."""
-    jobs = snakemake_jobs((tiny_run / "snakemake.stderr").read_text(encoding="utf-8"))
-    trains = [i for i, (rule, _) in enumerate(jobs) if rule == "train_model"]
-    assert len(trains) == 2
-    first = jobs[trains[0]][1]["variant"]
-    before_second = {(rule, w.get("variant")) for rule, w in jobs[trains[0] + 1:trains[1]]}
-    scoring = {"translate", "score_translation", "test_perplexity"}
-    if first == "global-general-feed":  # attention: also its alignments and their AER
-        scoring |= {"export_attention", "score_alignment"}
-    assert {(rule, first) for rule in scoring} <= before_second, jobs
+    """BEFORE_TRAINING_PRIORITY: on one core, everything that scores the first trained model (its
+    translation and scores, perplexity, attention and AER) runs before the second model's training
+    starts, so a run stopped between models leaves each trained model scored."""
+    first, late = scored_after_the_next_training((tiny_run / "snakemake.stderr").read_text(encoding="utf-8"))
+    assert late == [], first
 
 
 def test_second_run_has_nothing_to_do(tiny_run):

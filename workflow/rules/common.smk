@@ -54,15 +54,19 @@ ENSEMBLES = config.get("ensembles") or {}
 THREADS = config["threads"]
 SYNTHETIC = DATA["corpus"] == "synthetic"
 SPLITS, SIDES = ("train", "dev", "test"), ("src", "tgt")
-#: what scores a trained model (its translations, their scores, its perplexity and alignments) runs
-#: before the next model trains: a run stopped after some models, or watched while it goes, has
-#: every trained model scored. Snakemake would otherwise start the long training jobs first
-#: (more jobs depend on them), and with one core the scores come only after the last model.
-SCORING_PRIORITY = 10
+#: every job but a training: a training runs only when no other job is ready. So each trained model
+#: is translated and scored (perplexity, attention, AER) before the next training starts, and so is
+#: everything its scoring needs first (the test split's copy and preparation, the decoding settings,
+#: the dictionary): a run stopped after some models, or watched while it goes, has every trained
+#: model scored. Snakemake would otherwise start the long training jobs first (more jobs depend on
+#: them, and their priorities are above the default 0), and on one core the scores came only after
+#: the last model. Every rule but train_model has it (tests/test_experiments.py checks each
+#: experiment's plan).
+BEFORE_TRAINING_PRIORITY = 10
 #: a training stopped part-way (a session or an allocation that ended, Ctrl-C) resumes before any
 #: training starts afresh: its model comes sooner, and its resume state (weights and Adam's two
 #: moments: three times the model) does not wait on disk while new ones are written beside it.
-#: Below SCORING_PRIORITY: a trained model is still scored first.
+#: Below BEFORE_TRAINING_PRIORITY: a trained model is still scored first.
 RESUME_PRIORITY = 2
 #: among fresh trainings, a variant's first seed before its further ones: a run that stops part-way
 #: has a result in every row of the tables, and every claim's first difference (the one that says

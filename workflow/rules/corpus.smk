@@ -20,6 +20,7 @@ if SYNTHETIC:
             train=DATA["synthetic"]["train"],
             dev=DATA["synthetic"]["dev"],
             test=DATA["synthetic"]["test"],
+        priority: BEFORE_TRAINING_PRIORITY
         log:
             LOGS.job("generate_corpus"),
         benchmark:
@@ -42,6 +43,7 @@ else:
             corpus=DATA["corpus"],
             cache=corpus_cache(),
             files=" ".join(f"--file {shlex.quote(name)}" for name in needed_entries()),
+        priority: BEFORE_TRAINING_PRIORITY
         log:
             LOGS.job("download_corpus"),
         benchmark:
@@ -66,6 +68,7 @@ else:
             corpus=DATA["corpus"],
             file=lambda w: DATA["splits"][w.split][w.side],
             cache=corpus_cache(),
+        priority: BEFORE_TRAINING_PRIORITY
         log:
             LOGS.job("copy_split", "{split}.{side}"),
         benchmark:
@@ -88,6 +91,7 @@ else:
             corpus=DATA["corpus"],
             file=DATA.get("dictionary"),
             cache=corpus_cache(),
+        priority: BEFORE_TRAINING_PRIORITY
         log:
             LOGS.job("copy_dictionary"),
         benchmark:

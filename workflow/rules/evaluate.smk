@@ -19,7 +19,7 @@ rule score_translation:
         tgt_tok=DATA.get("tokenizer", {}).get("tgt", "none"),
         width=config["report"]["bucket_width"],
         min_sentences=config["report"]["min_bucket_sentences"],
-    priority: SCORING_PRIORITY
+    priority: BEFORE_TRAINING_PRIORITY
     log:
         LOGS.job("score_translation", "{variant}.{run}.{setting}"),
     benchmark:
@@ -44,7 +44,7 @@ rule test_perplexity:
         tgt_vocab=RESULTS.vocab("tgt"),
     output:
         RESULTS.scores("{variant}", "seed{seed}", "ppl"),
-    priority: SCORING_PRIORITY
+    priority: BEFORE_TRAINING_PRIORITY
     log:
         LOGS.job("test_perplexity", "{variant}.seed{seed}"),
     benchmark:
@@ -71,7 +71,7 @@ rule export_attention:
         attention=RESULTS.attention("{variant}", "seed{seed}"),
         links=RESULTS.links("{variant}", "seed{seed}"),
         predicted=RESULTS.predicted_links("{variant}", "seed{seed}"),
-    priority: SCORING_PRIORITY
+    priority: BEFORE_TRAINING_PRIORITY
     log:
         LOGS.job("export_attention", "{variant}.seed{seed}"),
     benchmark:
@@ -97,7 +97,7 @@ rule score_alignment:
         tgt=RESULTS.data("test", "tgt"),
     output:
         RESULTS.scores("{variant}", "seed{seed}", "aer"),
-    priority: SCORING_PRIORITY
+    priority: BEFORE_TRAINING_PRIORITY
     log:
         LOGS.job("score_alignment", "{variant}.seed{seed}"),
     benchmark:

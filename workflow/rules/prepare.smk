@@ -15,6 +15,7 @@ rule prepare_split:
         src_tok=DATA.get("tokenizer", {}).get("src", "none"),
         tgt_tok=DATA.get("tokenizer", {}).get("tgt", "none"),
         options=prepare_options,
+    priority: BEFORE_TRAINING_PRIORITY
     log:
         LOGS.job("prepare_split", "{split}"),
     benchmark:
@@ -51,6 +52,7 @@ checkpoint build_vocab:
         RESULTS.vocab("{side}"),
     params:
         size=lambda w: DATA["vocab_size"][w.side],
+    priority: BEFORE_TRAINING_PRIORITY
     log:
         LOGS.job("build_vocab", "{side}"),
     benchmark:

@@ -40,6 +40,7 @@ rule make_report:
         landing=RESULTS.landing(),
     params:
         spec_sha256=hashlib.sha256(REPORT_SPEC.encode()).hexdigest()[:16],
+    priority: BEFORE_TRAINING_PRIORITY
     log:
         LOGS.job("make_report"),
     benchmark:

@@ -15,6 +15,7 @@ rule decode_settings:
         settings=lambda w: json.dumps(run_settings(decode_config(w.variant), settings_of(w.variant)[0]),
                                       sort_keys=True),
         dictionary=dictionary_option,
+    priority: BEFORE_TRAINING_PRIORITY
     log:
         LOGS.job("decode_settings", "{variant}"),
     resources:
@@ -36,7 +37,7 @@ rule translate:
         # every decoding option of this run in one JSON object (nmtlib.config.run_settings)
         settings=lambda w: json.dumps(run_settings(decode_config(w.variant), w.setting), sort_keys=True),
         dictionary=dictionary_option,
-    priority: SCORING_PRIORITY
+    priority: BEFORE_TRAINING_PRIORITY
     log:
         LOGS.job("translate", "{variant}.{run}.{setting}"),
     benchmark:
