@@ -105,3 +105,12 @@ def test_it_gives_a_published_finding_again_from_the_published_translations() ->
     for key in ("ci_low", "ci_high", "p_value"):
         assert got[key] == pytest.approx(row[key], abs=1e-4), key
     assert got["difference"] == pytest.approx(row["ours_diff"], abs=1e-4)
+
+
+def test_the_command_offers_every_family_the_registry_can_compare() -> None:
+    """``--metric``'s choices are spelled out for a fast start; they are the registry's families of
+    the text as decoded with per-sentence statistics or scores, no more and no fewer."""
+    from nmtlib.commands.compare import FAMILIES
+    from nmtlib.report.metrics import text_families
+
+    assert list(FAMILIES) == text_families()

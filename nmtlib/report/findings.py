@@ -50,7 +50,7 @@ import pandas as pd
 
 from nmtlib.report.collect import (ExperimentSpec, Ours, attention_label, data_description, gated,
                                    runs_description, smoke_models, test_sentences)
-from nmtlib.report.metrics import METRICS, RunFiles, companion, metrics_in, reference_lines
+from nmtlib.report.metrics import METRICS, Metric, RunFiles, companion, metrics_in, over_sentences, reference_lines
 from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperRow, PaperTable
 from nmtlib.report.significance import (FAILS, HOLDS, INCONCLUSIVE, METHOD, NO_VERDICT, UNTESTED, VERDICTS,
                                         Criterion, Interval, Pooled, Sample, Statistic, compare, pooled_seed_variance,
@@ -158,6 +158,7 @@ class _Context:
         self.refs = reference_lines(spec.layout)
         self.idx = resample_indices(len(self.refs)) if self.refs else None
         self._samples: dict[tuple, Sample | None] = {}
+        self._stats: dict[tuple, tuple[Statistic, np.ndarray] | None] = {}
         self._pooled: dict[str, Pooled | None] = {}
 
     def mapped_to(self, table: PaperTable, key: str) -> str | None:
@@ -192,26 +193,35 @@ class _Context:
         """One run's score and resampled scores on ``metric`` (None: its texts are missing)."""
         key = (name, run, setting, metric, None if keep is None else keep.tobytes())
         if key not in self._samples:
-            m, files = METRICS[metric], RunFiles(self.spec.layout, name, run, setting)
-            stat, stats = None, None
-            if m.statistics is not None and m.text and self.refs is not None:
-                hyps = files.hypotheses(m.text)
-                if hyps is not None and len(hyps) == len(self.refs):
-                    stat = Statistic(m.statistics)
-                    stats = stat.sentences(hyps, self.refs)
-            elif m.sentences is not None and self.refs is not None:
-                values = m.sentences(files)
-                if values is not None and len(values) == len(self.refs):
-                    stat = Statistic()
-                    stats = stat.sentences(values)
-            elif m.sums is not None and self.refs is not None:
-                rows = m.sums(files)
-                if rows is not None and len(rows) == len(self.refs):
-                    stat = Statistic(of_sums=m.of_sums)
-                    stats = stat.sentences(rows)
-            self._samples[key] = (None if stat is None or stats is None else
-                                  Sample(stat.full(stats, keep), stat.resampled(stats, self.idx, keep)))
+            rows = self._statistics(name, run, setting, metric)
+            self._samples[key] = None if rows is None else Sample(rows[0].full(rows[1], keep),
+                                                                  rows[0].resampled(rows[1], self.idx, keep))
         return self._samples[key]
+
+    def _statistics(self, name: str, run: str, setting: str, metric: str) -> tuple[Statistic, np.ndarray] | None:
+        """One run's per-sentence statistics on ``metric``, read once whatever sentences a claim
+        keeps (None: its files are missing, or not one row per test sentence)."""
+        key = (name, run, setting, metric)
+        if key not in self._stats:
+            self._stats[key] = self._read_rows(METRICS[metric], RunFiles(self.spec.layout, name, run, setting))
+        return self._stats[key]
+
+    def _read_rows(self, m: Metric, files: RunFiles) -> tuple[Statistic, np.ndarray] | None:
+        text = Statistic.of_text(m) if m.text else None
+        values: Any
+        if self.refs is None:
+            return None
+        if text is not None:  # the same rows as `nmtlib compare` takes of two files
+            stat, values = text, files.hypotheses(m.text)
+        elif m.sentences is not None:
+            stat, values = Statistic(), m.sentences(files)
+        elif m.sums is not None:
+            stat, values = Statistic(of_sums=m.of_sums), m.sums(files)
+        else:
+            return None
+        if values is None or len(values) != len(self.refs):
+            return None
+        return stat, stat.sentences(values, self.refs)
 
     def samples(self, side: Side, metric: str | None = None, keep: np.ndarray | None = None) -> list[Sample]:
         """Every run of ``side`` on ``metric`` (default: the side's), resampled over the test
@@ -283,7 +293,7 @@ def _interval_cells(interval: Interval | None, prefix: str = "") -> dict[str, An
 def _no_interval(a: Side) -> str:
     """Why a comparison has no interval (one run per side and nothing to resample)."""
     m = METRICS[a.metric]
-    if m.statistics is None and m.sentences is None and m.sums is None:
+    if not over_sentences(m):
         return f"no interval: {m.label} has no per-sentence scores to resample, and the seeds' spread needs two runs"
     what = "the translations" if m.sums is None else f"the per-sentence scores of {m.label}"
     return f"no interval: {what} to resample are missing, and the seeds' spread needs two runs"

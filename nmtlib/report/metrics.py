@@ -12,7 +12,11 @@ metric is one :func:`register` call (docs/extending.md, "Adding a metric").
 paired bootstrap resamples (:mod:`nmtlib.report.significance`): tokenized BLEU as
 ``multi-bleu.perl`` computes it is sacreBLEU's BLEU without its own tokenizer and without
 smoothing (docs/metrics.md), chrF is sacreBLEU's ``CHRF()`` with its defaults, on the same
-tokenized output and reference as BLEU.
+tokenized output and reference as BLEU. A metric of a text that is the mean of its sentences'
+scores (RIBES) gives them instead (``sentence_scores``). Either way the bootstrap takes a text
+metric's per-sentence rows from hypotheses and references alone, so the findings over an
+experiment's files and ``nmtlib compare`` over any two files resample the same rows
+(:meth:`nmtlib.report.significance.Statistic.of_text`).
 """
 
 from __future__ import annotations
@@ -120,11 +124,14 @@ class Metric:
     text: str = ""  #: for a translation metric, the output it scores (:data:`RAW` or :data:`REPLACED`)
     #: the sacreBLEU metric whose sentence statistics the paired bootstrap resamples
     statistics: Callable[[], SacreMetric] | None = None
-    #: for a metric that is a mean over sentences, each sentence's value (what the bootstrap
-    #: resamples instead)
+    #: for a metric of a text that is the mean of its sentences' scores (RIBES), each sentence's
+    #: score of hypotheses against references (one each), in place of ``statistics``
+    sentence_scores: Callable[[list[str], list[str]], list[float]] | None = None
+    #: for another metric that is a mean over sentences, each sentence's value from the result's
+    #: files (what the bootstrap resamples instead)
     sentences: Callable[[RunFiles], list[float] | None] | None = None
     #: for a metric of other per-sentence sums, each sentence's row of them (perplexity: NLL and
-    #: tokens), and ``of_sums`` the metric of their totals; a metric with none of these three has
+    #: tokens), and ``of_sums`` the metric of their totals; a metric with none of these four has
     #: no interval over sentences
     sums: Callable[[RunFiles], list[list[float]] | None] | None = None
     of_sums: Callable[[np.ndarray], float] | None = None
@@ -165,6 +172,22 @@ def companion(metric: str, family: str) -> Metric | None:
     if base is None or not base.text:
         return None
     return next((m for m in METRICS.values() if m.family == family and m.text == base.text), None)
+
+
+def over_sentences(metric: Metric) -> bool:
+    """Whether the bootstrap can resample ``metric`` over the test sentences (it has per-sentence
+    statistics, scores, values or sums)."""
+    return any(x is not None for x in (metric.statistics, metric.sentence_scores, metric.sentences, metric.sums))
+
+
+def text_families() -> list[str]:
+    """The families that can be compared on any translation files (``nmtlib compare``): those of
+    the metrics of the text as decoded with per-sentence statistics or scores, in declaration order."""
+    out: list[str] = []
+    for m in METRICS.values():
+        if m.text == RAW and (m.statistics is not None or m.sentence_scores is not None) and m.family not in out:
+            out.append(m.family)
+    return out
 
 
 def _from_json(what: str | None, *keys: str) -> Callable[[RunFiles], float | None]:
@@ -222,17 +245,6 @@ def perplexity_of_sums(sums: np.ndarray) -> float:
     return perplexity(float(sums[0]), int(round(float(sums[1]))))
 
 
-def ribes_sentences(text: str) -> Callable[[RunFiles], list[float] | None]:
-    """Each test sentence's RIBES of a translation's ``text``, as the workflow's score averages them
-    (RIBES is the mean of sentence scores: :mod:`nmtlib.metrics.ribes`), for the findings' bootstrap."""
-    def read(files: RunFiles) -> list[float] | None:
-        hyps, refs = files.hypotheses(text), files.references()
-        if hyps is None or refs is None or len(hyps) != len(refs) or not refs:
-            return None
-        return files._once(("ribes", text), lambda: ribes_sentence_scores(hyps, refs))
-    return read
-
-
 def ribes_sentence_scores(hyps: list[str], refs: list[str]) -> list[float]:
     """Each sentence's RIBES as the workflow scores it (case kept, one reference)."""
     return corpus_ribes(hyps, refs, case_sensitive=SCORED_CASE_SENSITIVE).sentence_scores
@@ -287,10 +299,10 @@ for _metric in (
            _from_json(None, "sacrebleu", "bleu")),
     Metric("ribes_before_unk_replace", "test RIBES before unk replacement",
            "RIBES (RIBES.py 1.02.4, case kept) before unknown-word replacement", _from_json(None, "ribes"),
-           tables=("summary", "findings"), decimals=3, family="ribes", text=RAW, sentences=ribes_sentences(RAW)),
+           tables=("summary", "findings"), decimals=3, family="ribes", text=RAW, sentence_scores=ribes_sentence_scores),
     Metric("ribes_after_unk_replace", "test RIBES after unk replacement", "RIBES after unknown-word replacement",
            _from_json(None, "ribes_unk"), tables=("summary", "findings"), decimals=3, family="ribes", text=REPLACED,
-           sentences=ribes_sentences(REPLACED)),
+           sentence_scores=ribes_sentence_scores),
     Metric("aer_fn14", "AER (footnote 14)",
            "alignment error rate of forced decoding, Luong et al. 2015's footnote-14 convention (their Table 6 "
            "protocol)", _from_json("aer", "aer"), MODEL, decimals=3),

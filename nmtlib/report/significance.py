@@ -50,7 +50,7 @@ from sacrebleu.significance import _compute_p_value
 
 from nmtlib.files import read_lines
 from nmtlib.metrics import check_parallel
-from nmtlib.report.metrics import METRICS, RAW, ribes_sentence_scores
+from nmtlib.report.metrics import METRICS, RAW, Metric
 
 #: bootstrap resamples (sacreBLEU's default for --paired-bs)
 SAMPLES = 1000
@@ -75,22 +75,38 @@ class Statistic:
     """A corpus score from per-sentence sufficient statistics: a sacreBLEU metric's; or rows of sums
     given per sentence, scored from their totals by ``of_sums`` (perplexity: ``[NLL, tokens]``,
     ``exp(ΣNLL / Σtokens)``); or, with neither, the mean of one number per sentence (Shu &
-    Nakayama's window, RIBES)."""
+    Nakayama's window; RIBES, whose numbers ``sentence_scores`` computes from hypotheses and
+    references)."""
 
     def __init__(self, metric: Callable[[], SacreMetric] | None = None,
-                 of_sums: Callable[[np.ndarray], float] | None = None):
+                 of_sums: Callable[[np.ndarray], float] | None = None,
+                 sentence_scores: Callable[[list[str], list[str]], list[float]] | None = None):
         self.metric = metric() if metric is not None else None
         self.of_sums = of_sums
+        self.sentence_scores = sentence_scores
+
+    @classmethod
+    def of_text(cls, metric: Metric) -> Statistic | None:
+        """The statistic of a registered metric of a translation's text (``Metric.statistics`` or
+        ``Metric.sentence_scores``), whose :meth:`sentences` take hypotheses and references; None
+        for a metric with neither."""
+        if metric.statistics is not None:
+            return cls(metric.statistics)
+        if metric.sentence_scores is not None:
+            return cls(sentence_scores=metric.sentence_scores)
+        return None
 
     def sentences(self, hyps: Sequence[str] | Sequence[float] | Sequence[Sequence[float]],
                   refs: Sequence[str] | None = None) -> np.ndarray:
         """``(n, k)`` statistics: of hypotheses against references (float32, as sacreBLEU keeps
-        them), the given rows of sums (float64: NLL sums are large), or per-sentence numbers
-        (``[value, 1]`` rows, so that a sum over sentences divides)."""
+        them; a mean of sentence scores: each one's), the given rows of sums (float64: NLL sums are
+        large), or per-sentence numbers (``[value, 1]`` rows, so that a sum over sentences divides)."""
         if self.metric is not None:
             return np.array(self.metric._extract_corpus_statistics(list(hyps), [list(refs or [])]), dtype="float32")
         if self.of_sums is not None:
             return np.array(hyps, dtype="float64").reshape(len(hyps), -1)
+        if self.sentence_scores is not None:
+            hyps = self.sentence_scores(list(hyps), list(refs or []))  # type: ignore[arg-type]
         return np.array([[float(v), 1.0] for v in hyps], dtype="float32")
 
     def score(self, sums: np.ndarray) -> float:
@@ -275,23 +291,26 @@ class Comparison:
     a: float  #: A's score, the mean over its runs
     b: float
     sentences: int  #: test sentences resampled
-    interval: Interval | None
+    interval: Interval  #: every run has its resampled sentences, so there is always one
 
 
 def compare_translations(family: str, ref: Path, a: Sequence[Path], b: Sequence[Path],
                          paired: bool = False) -> Comparison:
-    """The difference A − B of the report's metric of ``family`` (``bleu``: tokenized BLEU, ``chrf``,
-    ``ribes``; scored on the text as given, :data:`nmtlib.report.metrics.RAW`) between the runs
-    ``a`` and ``b`` (one tokenized translation file each) of ``ref``, as the findings compute it
-    (:func:`compare`); where one side has a single run and the other several, the single run takes
-    the seed variance pooled over both (:func:`pooled_seed_variance`).
+    """The difference A − B of the report's metric of ``family`` (one of
+    :func:`nmtlib.report.metrics.text_families`: scored on the text as given,
+    :data:`nmtlib.report.metrics.RAW`) between the runs ``a`` and ``b`` (one tokenized translation
+    file each) of ``ref``, as the findings compute it (:func:`compare`, the same per-sentence rows
+    by :meth:`Statistic.of_text`); where one side has a single run and the other several, the
+    single run takes the seed variance pooled over both (:func:`pooled_seed_variance`).
 
     :raises MetricInputError: a file whose line count differs from the reference's, naming both."""
     metric = next(m for m in METRICS.values() if m.family == family and m.text == RAW)
+    stat = Statistic.of_text(metric)
+    if stat is None:
+        raise ValueError(f"metric {metric.name!r} has no per-sentence statistics to compare translations by")
     refs = read_lines(ref)
     if not refs:
         raise ValueError(f"reference file {ref} is empty")
-    stat = Statistic(metric.statistics)  # RIBES: a mean of sentence scores (no sacreBLEU metric)
     idx = resample_indices(len(refs))
     sides = []
     for files in (a, b):
@@ -299,11 +318,12 @@ def compare_translations(family: str, ref: Path, a: Sequence[Path], b: Sequence[
         for path in files:
             hyps = read_lines(path)
             check_parallel(f"hypothesis file {path}", hyps, f"reference file {ref}", refs)
-            rows = stat.sentences(hyps, refs) if metric.statistics else stat.sentences(ribes_sentence_scores(hyps, refs))
+            rows = stat.sentences(hyps, refs)
             samples.append(Sample(stat.full(rows), stat.resampled(rows, idx)))
         sides.append(samples)
     fulls = [[s.full for s in side] for side in sides]
     pooled = pooled_seed_variance(fulls) if not paired and min(map(len, fulls)) == 1 else None
     interval = compare(sides[0], sides[1], paired, pooled=(pooled, pooled))
+    assert interval is not None  # every run of both sides has resampled sentences
     return Comparison(float(np.mean(fulls[0])), float(np.mean(fulls[1])), len(refs), interval)
 
