@@ -24,6 +24,7 @@ import yaml
 from nmtlib.config import (ConfigError, is_number, DecodeConfig, ModelConfig, TrainConfig, VariantConfig, closest,
                            did_you_mean, estimate_parameters, options_schema, resolve_variant, yaml_number_hint)
 from nmtlib.layout import Layout
+from nmtlib.words import and_list, counted
 
 
 def _path(error: jsonschema.ValidationError) -> str:
@@ -279,17 +280,13 @@ def size_warnings(config: dict[str, Any], variants: dict[str, VariantConfig]) ->
         raw = config["variants"].get(name) or {}
         inherited = [k for k in _SIZE_KEYS if k not in raw]
         one = len(inherited) == 1
-        preset = (f"; its {_and(inherited)} come{'s' if one else ''} from the preset arch: {m.arch} (a paper's "
+        preset = (f"; its {and_list(inherited)} come{'s' if one else ''} from the preset arch: {m.arch} (a paper's "
                   f"sizes): give {'it' if one else 'them'} to size it like the others") if inherited else ""
-        warnings.append(f"warning: variant {name!r} has about {_millions(size)} parameters ({m.layers} layer"
-                        f"{'s' if m.layers > 1 else ''} × {m.hidden_size} units, {m.embedding_size}-d embeddings), "
+        warnings.append(f"warning: variant {name!r} has about {_millions(size)} parameters ({counted(m.layers, 'layer')}"
+                        f" × {m.hidden_size} units, {m.embedding_size}-d embeddings), "
                         f"more than {SIZE_FACTOR}× the median ({_millions(statistics.median(others))}) of the other "
                         f"variants of experiment {config['experiment']!r}{preset}")
     return warnings
-
-
-def _and(words: list[str]) -> str:
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _millions(n: float) -> str:

@@ -18,7 +18,7 @@ PACKAGE = ROOT / "nmtlib"
 #: layer of each top-level module or package of nmtlib; a module may import its own layer or lower
 LAYERS: dict[str, int] = {
     "__init__": 0, "errors": 0, "files": 0, "atomic": 0, "locks": 0, "registry": 0, "config": 0, "memory": 0,
-    "precision": 0, "provenance": 0, "origin": 0, "layout": 0,
+    "precision": 0, "provenance": 0, "origin": 0, "layout": 0, "words": 0,
     "data": 1, "metrics": 1, "models": 1,
     "checkpoint": 2,
     "decode": 3,

@@ -55,17 +55,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from nmtlib.errors import NmtlibError
     from nmtlib.report.significance import SAMPLES, SEED, compare_translations
+    from nmtlib.words import counted
 
     if args.paired and len(args.a) != len(args.b):
         raise NmtlibError(f"--paired needs as many files for A as for B, got {len(args.a)} and {len(args.b)}")
     result = compare_translations(args.metric, args.ref, args.a, args.b, args.paired)
     runs = {side: len(files) for side, files in (("a", args.a), ("b", args.b))}
     interval = result.interval
-    digits = 4 if args.metric == "ribes" else 2
+    digits = result.metric.decimals  # as the report's tables show it
     seeds = "" if interval.seed_df is None else f"; the seeds' spread as Student-t noise, {interval.seed_df:.1f} df"
     print(f"{args.metric} A − B = {interval.observed:+.{digits}f}, 95% interval [{interval.low:+.{digits}f}, "
-          f"{interval.high:+.{digits}f}], p = {interval.p_value:.4f} (A {result.a:.{digits}f}, {runs['a']} "
-          f"run{'s' if runs['a'] != 1 else ''}; B {result.b:.{digits}f}, {runs['b']} run{'s' if runs['b'] != 1 else ''}; "
+          f"{interval.high:+.{digits}f}], p = {interval.p_value:.4f} (A {result.a:.{digits}f}, "
+          f"{counted(runs['a'], 'run')}; B {result.b:.{digits}f}, {counted(runs['b'], 'run')}; "
           f"paired bootstrap, {SAMPLES} resamples of {result.sentences} sentences, seed {SEED}{seeds})")
     print(json.dumps({
         "metric": args.metric, "a": result.a, "b": result.b, "difference": interval.observed,

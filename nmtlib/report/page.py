@@ -25,6 +25,7 @@ from nmtlib.report.paper import FIGURES as PAPER_FIGURES
 from nmtlib.report.paper import TABLES
 from nmtlib.report.significance import UNTESTED
 from nmtlib.report.tables import VERDICT_CLASS, TableHtml
+from nmtlib.words import counted
 
 #: categories of the report's menu, listed in this order (Snakemake sorts them by name)
 OVERVIEW, PAPER_TABLES, FIGURES = "1. Overview", "2. Paper tables", "3. Figures"
@@ -126,7 +127,7 @@ def claims_table(findings: pd.DataFrame) -> str:
         items = "".join(f"<li>{html.escape(str(r['claim']))}" + (f": {html.escape(str(r['note']))}"
                                                                   if isinstance(r["note"], str) and r["note"] else "")
                         + "</li>" for _, r in group.iterrows())
-        count = f"{len(group)} claim{'s' if len(group) != 1 else ''}"
+        count = counted(len(group), "claim")
         claims = f"<details><summary>{count}</summary><ul>{items}</ul></details>"
         rows.append(f'<tr class="folded"><td class="long">{claims}</td><td>—</td><td>—</td>'
                     f'<td class="untested">{UNTESTED}</td><td class="long">{html.escape(str(reason))}</td>'

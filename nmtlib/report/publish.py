@@ -58,6 +58,7 @@ from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in
 from nmtlib.report.paper import FIGURES, TABLES
 from nmtlib.report.significance import NO_VERDICT, UNTESTED, VERDICTS
 from nmtlib.report.tables import MISSING, rendered_cells
+from nmtlib.words import counted
 
 #: width in pixels of the copied figures
 MAX_WIDTH = 900
@@ -324,7 +325,7 @@ def results_index(folder: Path) -> Path:
         c = counts(findings)
         rows.append({"page": f"[{title}]({folder.name}/{stem}.md)",
                      "variants with results": f"{int((runs > 0).sum())} of {len(single)}"
-                                              + (f", {len(ensembles)} ensemble{'s' if len(ensembles) != 1 else ''}"
+                                              + (f", {counted(len(ensembles), 'ensemble')}"
                                                  if len(ensembles) else ""),
                      "models scored": str(int(runs.sum())), "best variant (test BLEU)": best,
                      f"claims: {' / '.join(shown)}": " / ".join(str(c[v]) for v in shown)})
@@ -353,7 +354,7 @@ def results_index(folder: Path) -> Path:
 def _best_variant(row: pd.Series) -> str:
     bleu, sd, runs = row[PAGE_BLEU], row.get(f"{PAGE_BLEU}_sd"), int(float(row["runs"]))
     spread = f" ± {float(sd):.2f}" if sd is not None and not pd.isna(sd) else ""
-    return f"{row['variant']}: {float(bleu):.2f}{spread} ({runs} seed{'s' if runs != 1 else ''})"
+    return f"{row['variant']}: {float(bleu):.2f}{spread} ({counted(runs, 'seed')})"
 
 
 def _write_index(folder: Path, lines: list[str]) -> Path:
@@ -553,7 +554,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     # oldest first, as the run went; commits git does not know (or none recorded) after them, as found
     known = {c: commit_time(root, c) for c in trained_at if c}
     order = sorted(trained_at, key=lambda c: (known.get(c) is None, known.get(c) or 0))
-    commits = [f"{_commit(c)} (training of {trained_at[c]} model{'s' if trained_at[c] != 1 else ''})" for c in order]
+    commits = [f"{_commit(c)} (training of {counted(trained_at[c], 'model')})" for c in order]
     code = training_code_row(root, [c for c in order if c and known.get(c) is not None])
     head = head_commit(root)
     commits.append(f"`{head}` (tables, findings and this page)" if head else "tables: commit not recorded")
@@ -629,7 +630,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
 def _precisions(runs: list[ModelRun]) -> str:
     """What the models trained in, as their records say: bf16 is a deviation from the papers' float32."""
     counts = Counter(r.precision or "not recorded" for r in runs)
-    return "; ".join(f"{BF16_NOTE if p == PRECISIONS[True] else p}: {n} model{'s' if n != 1 else ''}"
+    return "; ".join(f"{BF16_NOTE if p == PRECISIONS[True] else p}: {counted(n, 'model')}"
                      for p, n in counts.items())
 
 
@@ -637,16 +638,16 @@ def _machines(runs: list[ModelRun]) -> str:
     """Where the models trained, as their records say: models per processor (or GPU), a model
     resumed elsewhere counted at each, and how many trained on more than one."""
     counts = Counter(m for r in runs for m in r.machines)
-    text = "; ".join(f"{m or 'not recorded'}: {n} model{'s' if n != 1 else ''}" for m, n in counts.most_common())
+    text = "; ".join(f"{m or 'not recorded'}: {counted(n, 'model')}" for m, n in counts.most_common())
     moved = sum(len(r.machines) > 1 for r in runs)
-    return text + (f" ({moved} model{'s' if moved != 1 else ''} resumed on another machine)" if moved else "")
+    return text + (f" ({counted(moved, 'model')} resumed on another machine)" if moved else "")
 
 
 def _changed_code(runs: list[ModelRun]) -> str:
     """The models whose training started with training code that differed from the recorded commit."""
     changed = [r for r in runs if r.changed_code]
     files = sorted({f for r in changed for f in r.changed_code})
-    return (f"{len(changed)} model{'s' if len(changed) != 1 else ''} started with uncommitted changes to "
+    return (f"{counted(len(changed), 'model')} started with uncommitted changes to "
             f"{', '.join(f'`{f}`' for f in files)}: their commit does not name the code that trained them "
             f"({', '.join(f'{r.variant} {r.run}' for r in changed)})")
 

@@ -288,6 +288,7 @@ METHOD = (
 class Comparison:
     """Two systems' translations of one test set compared (:func:`compare_translations`)."""
 
+    metric: Metric  #: the registered metric compared
     a: float  #: A's score, the mean over its runs
     b: float
     sentences: int  #: test sentences resampled
@@ -325,5 +326,5 @@ def compare_translations(family: str, ref: Path, a: Sequence[Path], b: Sequence[
     pooled = pooled_seed_variance(fulls) if not paired and min(map(len, fulls)) == 1 else None
     interval = compare(sides[0], sides[1], paired, pooled=(pooled, pooled))
     assert interval is not None  # every run of both sides has resampled sentences
-    return Comparison(float(np.mean(fulls[0])), float(np.mean(fulls[1])), len(refs), interval)
+    return Comparison(metric, float(np.mean(fulls[0])), float(np.mean(fulls[1])), len(refs), interval)
 
