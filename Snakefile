@@ -8,10 +8,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# The embedded default applies only when no experiment config is given: Snakemake merges
-# --configfile into the `configfile:` directive's dict, which would leak the default's variants
-# into every experiment. (`--config key=value` overrides still apply on top of either.)
-if "experiment" not in config:
+# The embedded default (read from the working directory, as Snakemake reads a `configfile:`)
+# applies only when no config file is given: Snakemake merges --configfile into the directive's
+# dict, which would leak the default's variants into every experiment. `--config key=value`
+# overrides apply on top of either; the demo under another name is `--config experiment=NAME`.
+if not workflow.configfiles:
 
     configfile: "config/config.yaml"
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -269,6 +271,20 @@ def test_a_target_of_a_variant_the_config_does_not_name_has_no_rule(tmp_path):
                          ("results/tiny/scores/ens/ensemble/test.beam3.json", "score_translation")):
         run = snakemake(tmp_path, target, "-n", "--cores", "1", "--configfile", str(config), timeout=120)
         assert run.returncode == 0 and f"rule {rule}:" in run.stdout, (target, run.stderr[-2000:])
+
+
+def test_the_embedded_default_runs_under_another_name(tmp_path):
+    """No config file: the embedded default; a ``--config experiment=NAME`` override renames it and
+    leaves its variants as they are (before: "'data' is a required property", since an experiment
+    name alone counted as a config file's)."""
+    default = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    (tmp_path / "config").mkdir()  # read from the working directory, as in the repository's root
+    shutil.copy(ROOT / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
+    for args, name in (((), default["experiment"]), (("--config", "experiment=demo-2"), "demo-2")):
+        run = snakemake(tmp_path, "-n", "--cores", "1", *args, timeout=120)
+        assert run.returncode == 0, (run.stdout + run.stderr)[-2000:]
+        models = set(re.findall(rf"results/{re.escape(name)}/models/([^/\s]+)/seed\d+/model\.pt", run.stdout))
+        assert models == set(default["variants"]), models
 
 
 def test_unk_replace_false_reaches_every_translate_command(tmp_path):
