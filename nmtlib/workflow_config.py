@@ -22,7 +22,8 @@ import jsonschema
 import yaml
 
 from nmtlib.config import (ConfigError, is_number, DecodeConfig, ModelConfig, TrainConfig, VariantConfig, closest,
-                           did_you_mean, estimate_parameters, options_schema, resolve_variant, yaml_number_hint)
+                           did_you_mean, estimate_parameters, options_schema, resolve_variant, setting_name,
+                           yaml_number_hint)
 from nmtlib.layout import Layout
 from nmtlib.words import and_list, counted
 
@@ -299,13 +300,29 @@ def _millions(n: float) -> str:
 SCHEMA = Path(__file__).resolve().parent.parent / "workflow" / "schemas" / "config.schema.yaml"
 
 
-def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, VariantConfig]]:
+def load_experiment(path: str | Path, *overrides: str | Path) -> tuple[dict[str, Any], dict[str, VariantConfig]]:
     """An experiment config file read and checked as the workflow reads it: keys given twice, the
-    schema (defaults filled in), every variant resolved.
+    schema (defaults filled in), every variant resolved. ``overrides``: files merged over it in
+    order, as Snakemake merges several ``--configfile`` (a mapping key by key, any other value
+    replaced; ``config/experiments/overrides/``).
 
     :raises ConfigError: ``<file>: <what>``, one line.
     """
-    path = Path(path)
+    config = _read_config(Path(path))
+    for override in overrides:
+        _merge(config, _read_config(Path(override)))
+    if not SCHEMA.is_file():
+        raise ConfigError(f"{SCHEMA}: the workflow's schema is not beside nmtlib; install nmtlib from its repository "
+                          f"(pip install -e .) to read experiment configs")
+    where = " + ".join(str(p) for p in (path, *overrides))
+    try:
+        variants = validate_config(config, SCHEMA)
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    return config, variants
+
+
+def _read_config(path: Path) -> dict[str, Any]:
     try:
         with path.open(encoding="utf-8") as stream:
             config = yaml.load(stream, Loader=UniqueKeyLoader)
@@ -317,14 +334,16 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Variant
         raise ConfigError(f"{path}: invalid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: expected a mapping of config keys (experiment, data, variants, …)")
-    if not SCHEMA.is_file():
-        raise ConfigError(f"{SCHEMA}: the workflow's schema is not beside nmtlib; install nmtlib from its repository "
-                          f"(pip install -e .) to read experiment configs")
-    try:
-        variants = validate_config(config, SCHEMA)
-    except ConfigError as err:
-        raise ConfigError(f"{path}: {err}") from None
-    return config, variants
+    return config
+
+
+def _merge(config: dict[str, Any], override: dict[str, Any]) -> None:
+    """``override`` merged into ``config`` as Snakemake's ``update_config`` merges config files."""
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            _merge(config[key], value)
+        else:
+            config[key] = value
 
 
 def variant_seeds(config: dict[str, Any], name: str) -> list[int]:
@@ -372,6 +391,32 @@ def preprocess_record(data: dict[str, Any]) -> str:
 def results_dir(config: dict[str, Any]) -> str:
     """Where the workflow writes an experiment's results (relative to where it runs)."""
     return Layout.of(config["experiment"]).root
+
+
+def decoding_settings(config: dict[str, Any], variants: dict[str, VariantConfig], name: str) -> list[str]:
+    """The decoding settings of a variant or an ensemble: beamK, plus beamK.tauX per Flexible
+    Attention τ. An ensemble has the experiment's beam (decode.beam) and τ = ∞ only."""
+    decode = variants[name].decode if name in variants else None
+    beam = decode.beam if decode else config.get("decode", {}).get("beam", DecodeConfig.beam)
+    return [setting_name(beam), *(setting_name(beam, tau) for tau in (decode.taus if decode else ()))]
+
+
+def report_spec(config: dict[str, Any], variants: dict[str, VariantConfig]) -> dict[str, Any]:
+    """What ``nmtlib report`` needs to know of an experiment (its ``--spec``, as JSON): the
+    workflow's rule make_report and ``nmtlib report --config`` both take it from here."""
+    ensembles = config.get("ensembles") or {}
+    return {
+        "experiment": config["experiment"],
+        "results": results_dir(config),
+        "seeds": config["seeds"],
+        "variant_seeds": {name: variant_seeds(config, name) for name in variants},
+        "variants": {name: v.to_dict() for name, v in variants.items()},
+        "ensembles": ensembles,
+        "settings": {name: decoding_settings(config, variants, name) for name in [*variants, *ensembles]},
+        "report": config.get("report", {}),
+        "data": {k: config["data"].get(k) for k in ("corpus", "src", "tgt")},
+        "aer": config["data"].get("alignments") is not None,
+    }  # not sorted: the tables list the variants in the config's order
 
 
 def train_files(config: dict[str, Any], variants: dict[str, VariantConfig], name: str, seed: int) -> dict[str, str]:

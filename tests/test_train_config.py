@@ -160,3 +160,31 @@ def test_a_run_of_other_settings_into_a_folder_holding_a_finished_model_is_refus
     text = nmtlib("train", "--variant-json", spec, *swapped, "--out", str(folder), "--no-progress", cwd=work)
     assert text.returncode == 2 and "of other content than the model was trained on" in text.stderr
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+
+
+def test_override_files_merge_over_the_experiment_as_snakemake_merges_them(tmp_path: Path) -> None:
+    """``load_experiment(config, *overrides)``, as ``--configfile config override``: a mapping
+    merged key by key (train.bf16 from the override, the experiment's other train keys kept),
+    and an override's own mistakes named by its file."""
+    import yaml
+
+    from nmtlib.config import ConfigError
+
+    experiment = ROOT / "config" / "experiments" / "small-enja.yaml"
+    fp32 = ROOT / "config" / "experiments" / "overrides" / "fp32.yaml"
+    raw = yaml.safe_load(experiment.read_text(encoding="utf-8"))
+    assert raw["train"]["bf16"] is True  # what the override changes
+    config, variants = load_experiment(experiment, fp32)
+    assert config["train"]["bf16"] is False
+    assert {k: v for k, v in config["train"].items() if k in raw["train"] and k != "bf16"} == \
+        {k: v for k, v in raw["train"].items() if k != "bf16"}
+    assert set(variants) == set(raw["variants"]) and not any(v.train.bf16 for v in variants.values())
+
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("train:\n  bf16: false\n  bf16: true\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{twice}: train\.bf16 is given twice"):
+        load_experiment(experiment, twice)
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("train:\n  bf16: maybe\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{experiment} \+ {wrong}: train\.bf16"):
+        load_experiment(experiment, wrong)

@@ -73,6 +73,38 @@ def test_each_model_is_scored_before_the_next_one_trains(tiny_run):
     assert late == [], first
 
 
+def _report(cwd: Path, out: Path, *configs: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nmtlib", "report", "--config", *map(str, configs), "--out", str(out)],
+                          cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_the_report_of_a_config_file_is_the_workflows(tiny_run, tmp_path):
+    """``nmtlib report --config FILE`` (what to run while a long run goes) writes the very tables
+    the workflow's make_report wrote from the same results."""
+    run = _report(tiny_run, tmp_path / "now", TINY)
+    assert run.returncode == 0, run.stderr[-2000:]
+    tables = tiny_run / "results" / "tiny" / "tables"
+    written = sorted(p.name for p in (tmp_path / "now" / "tables").glob("*.csv"))
+    assert written == sorted(p.name for p in tables.glob("*.csv")) and "findings.csv" in written
+    for name in written:
+        assert (tmp_path / "now" / "tables" / name).read_bytes() == (tables / name).read_bytes(), name
+
+
+def test_the_report_of_a_run_part_way_has_the_models_scored_so_far(tiny_run, tmp_path):
+    """A variant not yet scored (its scores folder gone, in a copy of the results): the report is
+    written, that variant's row without runs, the other's numbers as they were."""
+    shutil.copytree(tiny_run / "results", tmp_path / "results")
+    shutil.rmtree(tmp_path / "results" / "tiny" / "scores" / "base")
+    run = _report(tmp_path, tmp_path / "now", TINY)
+    assert run.returncode == 0, run.stderr[-2000:]
+    now = pd.read_csv(tmp_path / "now" / "tables" / "summary.csv").set_index("variant")
+    before = pd.read_csv(tiny_run / "results" / "tiny" / "tables" / "summary.csv").set_index("variant")
+    assert now.loc["base", "runs"] == 0 and pd.isna(now.loc["base", "bleu_before_unk_replace"])
+    assert before.loc["base", "runs"] == 1
+    other = "global-general-feed"
+    assert now.loc[other].equals(before.loc[other])
+
+
 def test_second_run_has_nothing_to_do(tiny_run):
     run = snakemake(tiny_run, "--cores", "2", "--configfile", str(TINY), "-n")
     assert run.returncode == 0

@@ -16,7 +16,12 @@ from nmtlib.report.paper import tables_with_rows
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write tables (CSV + Markdown + HTML) and figures (PNG) of an experiment")
-    p.add_argument("--spec", required=True, help="experiment spec as JSON (the workflow passes it)")
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--spec", help="experiment spec as JSON (the workflow passes it)")
+    given.add_argument("--config", nargs="+", type=Path, metavar="FILE",
+                       help="the experiment's config file, then any override files, as given to snakemake's "
+                            "--configfile; run from where the workflow runs (its results/ folder). The report of "
+                            "a run still going: every model scored so far, the others missing")
     out = Layout("DIR")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help=f"the experiment's results folder: tables go to {out.tables_dir()}/ (CSV, Markdown, HTML), "
@@ -62,10 +67,19 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.report.tables import write_paper_tables, write_summary
 
     out = Layout(args.out)
-    try:
-        spec = collect.ExperimentSpec.from_json(args.spec)
-    except (ValueError, TypeError, KeyError) as err:  # not JSON, or not an experiment spec
-        raise NmtlibError(f"--spec: not an experiment spec as JSON ({str(err).splitlines()[0]})") from None
+    if args.config:
+        from nmtlib.config import ConfigError
+        from nmtlib.workflow_config import load_experiment, report_spec
+
+        try:
+            spec = collect.ExperimentSpec.from_json(json.dumps(report_spec(*load_experiment(*args.config))))
+        except ConfigError as err:
+            raise NmtlibError(str(err)) from None
+    else:
+        try:
+            spec = collect.ExperimentSpec.from_json(args.spec)
+        except (ValueError, TypeError, KeyError) as err:  # not JSON, or not an experiment spec
+            raise NmtlibError(f"--spec: not an experiment spec as JSON ({str(err).splitlines()[0]})") from None
     collect.check_models(spec)  # no model of other settings is reported as a variant
     try:
         summary = collect.summary_table(spec)

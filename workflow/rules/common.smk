@@ -13,12 +13,12 @@ from snakemake.exceptions import WorkflowError
 
 from nmtlib.commands.report import FIGURES as REPORT_FIGURES
 from nmtlib.commands.report import PAPER_TABLES, tables_written
-from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, DecodeConfig, run_settings, setting_name
+from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, run_settings
 from nmtlib.layout import Layout, Logs, TRANSLATION_SUFFIXES
 from nmtlib.locks import FolderBusy, hold
 from nmtlib.report.page import ENTRIES as REPORT_ENTRIES
-from nmtlib.workflow_config import (cannot_train_here, check_config_files, gpu_resources, size_warnings,
-                                    train_files, validate_config, variant_seeds)
+from nmtlib.workflow_config import (cannot_train_here, check_config_files, decoding_settings, gpu_resources,
+                                    report_spec, size_warnings, train_files, validate_config, variant_seeds)
 
 # A config error is one line on stderr and exit status 1: a WorkflowError raised here would be
 # printed with this file's name and line twice, which says nothing about the config.
@@ -120,14 +120,8 @@ wildcard_constraints:
 
 
 def settings_of(name):
-    """Decoding settings of a variant or an ensemble: beamK, plus beamK.tauX per Flexible τ. An
-    ensemble has the experiment's beam (decode.beam) and τ = ∞ only."""
-    decode = VARIANTS[name].decode if name in VARIANTS else None
-    beam = decode.beam if decode else config.get("decode", {}).get("beam", DecodeConfig.beam)
-    settings = [setting_name(beam)]
-    if decode:
-        settings += [setting_name(beam, tau) for tau in decode.taus]
-    return settings
+    """Decoding settings of a variant or an ensemble (nmtlib.workflow_config.decoding_settings)."""
+    return decoding_settings(config, VARIANTS, name)
 
 
 def decode_config(name):
@@ -324,22 +318,6 @@ def translation_details():
         for s in settings_of(name)
         for suffix in TRANSLATION_SUFFIXES
     ]
-
-
-def report_spec():
-    """What the report step needs to know about the experiment, as JSON."""
-    return json.dumps({
-        "experiment": EXP,
-        "results": R,
-        "seeds": SEEDS,
-        "variant_seeds": {name: seeds(name) for name in VARIANTS},
-        "variants": {name: v.to_dict() for name, v in VARIANTS.items()},
-        "ensembles": ENSEMBLES,
-        "settings": {name: settings_of(name) for name in [*VARIANTS, *ENSEMBLES]},
-        "report": config.get("report", {}),
-        "data": {k: DATA.get(k) for k in ("corpus", "src", "tgt")},
-        "aer": gold_alignments() is not None,
-    })  # not sort_keys: the tables list variants in config order
 
 
 #: the tables `nmtlib report` writes for this experiment: the summary, the findings and the paper

@@ -13,7 +13,7 @@
 # paper_row or description, the `report:` settings) still reruns the rule, as Snakemake reruns a
 # job whose params changed.
 # The output folder is quoted from the global R for the same reason.
-REPORT_SPEC = report_spec()
+REPORT_SPEC = json.dumps(report_spec(config, VARIANTS))
 
 
 rule make_report:
