@@ -20,8 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     given.add_argument("--spec", help="experiment spec as JSON (the workflow passes it)")
     given.add_argument("--config", nargs="+", type=Path, metavar="FILE",
                        help="the experiment's config file, then any override files, as given to snakemake's "
-                            "--configfile; run from where the workflow runs (its results/ folder). The report of "
-                            "a run still going: every model scored so far, the others missing")
+                            "--configfile; run it in the folder the workflow runs in, whose results it reads. The "
+                            "report of a run still going: every model scored so far, the others missing")
     out = Layout("DIR")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help=f"the experiment's results folder: tables go to {out.tables_dir()}/ (CSV, Markdown, HTML), "
