@@ -103,6 +103,12 @@ def test_the_report_of_a_run_part_way_has_the_models_scored_so_far(tiny_run, tmp
     assert before.loc["base", "runs"] == 1
     other = "global-general-feed"
     assert now.loc[other].equals(before.loc[other])
+    # every table's header says how far the run is (the finished run's do not)
+    header = "trained in float32; scored so far: 1 of 2 models and 1 of 1 ensemble"
+    tables = tiny_run / "results" / "tiny" / "tables"
+    for table in ("summary", "findings", "luong_table1"):
+        assert header in (tmp_path / "now" / "tables" / f"{table}.md").read_text(encoding="utf-8"), table
+        assert "scored so far" not in (tables / f"{table}.md").read_text(encoding="utf-8"), table
 
 
 def test_second_run_has_nothing_to_do(tiny_run):

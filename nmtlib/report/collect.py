@@ -22,6 +22,7 @@ from nmtlib.layout import DETAILS, Layout
 from nmtlib.provenance import differences, read_record, recorded_files
 from nmtlib.registry import ATTENTION_NAMES, is_gated
 from nmtlib.report.metrics import METRICS, MODEL, TRANSLATION, RunFiles, metrics_in
+from nmtlib.words import counted
 
 
 @dataclass
@@ -148,10 +149,26 @@ def precision_description(spec: ExperimentSpec) -> str:
     return f"trained in {said[main]}" + "".join(f"; in {said[p]}: {', '.join(by[p])}" for p in others)
 
 
+def progress_description(spec: ExperimentSpec) -> str:
+    """For a report written before its run ends (``nmtlib report --config``): how many of the
+    planned models (each variant's seeds) and ensembles have their test translation scored, as
+    ``; scored so far: 5 of 20 models and 0 of 1 ensemble``; empty where every one has."""
+    def scored(names: list[str]) -> tuple[int, int]:
+        runs = [(n, r) for n in names for r in spec.runs(n)]
+        return sum(spec.scores(n, r, spec.settings[n][0]).exists() for n, r in runs), len(runs)
+
+    (models, planned), (ensembles, ensembles_planned) = scored(list(spec.variants)), scored(list(spec.ensembles))
+    if models == planned and ensembles == ensembles_planned:
+        return ""
+    both = f" and {ensembles} of {counted(ensembles_planned, 'ensemble')}" if ensembles_planned else ""
+    return f"; scored so far: {models} of {counted(planned, 'model')}{both}"
+
+
 def runs_description(spec: ExperimentSpec) -> str:
     """The seeds and the precision, for table headers (:func:`seeds_description`,
-    :func:`precision_description`)."""
-    return f"{seeds_description(spec)}, {precision_description(spec)}"
+    :func:`precision_description`), and how many models are scored where not all are
+    (:func:`progress_description`)."""
+    return f"{seeds_description(spec)}, {precision_description(spec)}{progress_description(spec)}"
 
 
 def attention_label(variant: dict[str, Any]) -> str:
