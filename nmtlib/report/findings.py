@@ -207,10 +207,10 @@ class _Context:
         return self._stats[key]
 
     def _read_rows(self, m: Metric, files: RunFiles) -> tuple[Statistic, np.ndarray] | None:
-        text = Statistic.of_text(m) if m.text else None
-        values: Any
         if self.refs is None:
             return None
+        text = Statistic.of_text(m) if m.text else None
+        values: Any
         if text is not None:  # the same rows as `nmtlib compare` takes of two files
             stat, values = text, files.hypotheses(m.text)
         elif m.sentences is not None:

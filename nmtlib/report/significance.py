@@ -105,9 +105,8 @@ class Statistic:
             return np.array(self.metric._extract_corpus_statistics(list(hyps), [list(refs or [])]), dtype="float32")
         if self.of_sums is not None:
             return np.array(hyps, dtype="float64").reshape(len(hyps), -1)
-        if self.sentence_scores is not None:
-            hyps = self.sentence_scores(list(hyps), list(refs or []))  # type: ignore[arg-type]
-        return np.array([[float(v), 1.0] for v in hyps], dtype="float32")
+        values = hyps if self.sentence_scores is None else self.sentence_scores(list(hyps), list(refs or []))
+        return np.array([[float(v), 1.0] for v in values], dtype="float32")
 
     def score(self, sums: np.ndarray) -> float:
         """The corpus score of summed statistics (0 for an empty sample)."""
