@@ -103,14 +103,21 @@ def _run(script: str, mode: str, env: dict[str, str] | None = None) -> dict:
 FRESH_MAPPINGS = {"MALLOC_MMAP_THRESHOLD_": str(128 * 1024)}
 
 
+#: 4 KiB pages of one (360, 8784) float32 block, the size of a beam-search step's largest tensors
+BLOCK_PAGES = 360 * 8784 * 4 // 4096
+
+
 def test_freed_blocks_are_reused_not_faulted_in_again():
     fresh, kept = _run(FAULTS, "default", FRESH_MAPPINGS), _run(FAULTS, "keep", FRESH_MAPPINGS)
     assert kept["kept"] is True
-    # the baseline: about 20 steps a search, each step's blocks 3,000 pages of 4 KiB mapped afresh
-    assert fresh["faults"] > 10_000, fresh
-    # keep_freed_memory's settings override the environment's; the blocks are reused (not zero
-    # faults: a loaded machine may reclaim idle free pages, to be faulted in again)
-    assert kept["faults"] < fresh["faults"] / 50, (kept, fresh)
+    # the baseline: about 20 steps a search, each mapping its blocks afresh (measured: 269,532 to
+    # 271,470 pages, near 88 blocks, over the three searches)
+    assert fresh["faults"] > 40 * BLOCK_PAGES, fresh
+    # keep_freed_memory's settings override the environment's, and the blocks are reused. Not
+    # zero faults: the heap still grows by a block where freed holes lie so that none fits the
+    # next one (measured: 44, 3,270 and 3,270 pages on one machine, 6,664 on another: 0, 1 or 2
+    # blocks).
+    assert kept["faults"] < 5 * BLOCK_PAGES, (kept, fresh)
     assert fresh["same"] and kept["same"]
 
 
