@@ -27,6 +27,7 @@ tests skip with the reason; with NMT_REQUIRE_SLURM=1 (CI) they fail instead. Run
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib.util
 import json
@@ -53,6 +54,8 @@ GPU_RULES = {"train_model", "translate", "test_perplexity", "export_attention"}
 #: generous bounds: the workflow takes minutes; a hang must fail, not block CI
 RUN_TIMEOUT = 900
 PREEMPT_TIMEOUT = 600
+#: how long a SIGTERMed job may run on after its trainer's checkpoint before it gets SIGKILL
+GRACE_SECONDS = 60
 
 _spec = importlib.util.spec_from_file_location("nmt_slurm_cluster", ROOT / "tests" / "slurm" / "cluster.py")
 cluster_mod = importlib.util.module_from_spec(_spec)
@@ -166,7 +169,8 @@ def _sacct(cluster, ids: list[str]) -> dict[str, dict[str, str]]:
         for line in out.splitlines():
             values = line.split("|", len(fields) - 1)  # SubmitLine last: it may hold "|"
             records[values[0]] = dict(zip(fields, values))
-        done = all(records.get(i, {}).get("State") in ("COMPLETED", "FAILED", "CANCELLED") for i in ids)
+        done = all(records.get(i, {}).get("State", "").split(" ")[0] in ("COMPLETED", "FAILED", "CANCELLED")
+                   for i in ids)  # "CANCELLED by 0"
         if done or time.monotonic() > deadline:
             return records
         time.sleep(1)
@@ -357,6 +361,17 @@ def _train_job(cluster) -> tuple[str, str] | None:
     return None
 
 
+def _kill_step(cluster, job: str, step: str) -> None:
+    """SIGKILL every process of step ``step`` of Slurm job ``job`` (``scontrol listpids``, on the
+    test cluster's one node)."""
+    out = cluster.cmd("scontrol", "listpids", job, check=False).stdout
+    for line in out.splitlines()[1:]:  # PID JOBID STEPID LOCALID GLOBALID
+        pid, _, stepid = line.split()[:3]
+        if stepid == step:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+
+
 def _wait_for(what: str, cond, run: Run, timeout: float = PREEMPT_TIMEOUT):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and run.proc.poll() is None:
@@ -376,6 +391,11 @@ def test_preempted_training_resumes(cluster, tmp_path: Path) -> None:
        ``slurm-requeue`` makes it possible): the same Slurm job runs again;
     2. the job gets SIGTERM (``scancel --signal=TERM``): the trainer writes a checkpoint and
        exits 143, the job fails, and Snakemake submits it again (the profile's ``retries``).
+       The job step's own Snakemake may hang on that SIGTERM (docs/reliability.md, L5): where
+       the job still runs GRACE_SECONDS after the trainer's checkpoint, the test kills the step's
+       processes, as Slurm does once a time limit's KillWait or a preemption's GraceTime is over.
+       (Not ``scancel``: the Slurm plugin never sees a job that sacct calls "CANCELLED by <uid>"
+       end, L6.)
     """
     model = "results/preempt/models/base/seed1/model.pt"
     last = "results/preempt/models/base/seed1/checkpoints/last.pt"
@@ -411,6 +431,12 @@ def test_preempted_training_resumes(cluster, tmp_path: Path) -> None:
     requeued_at = int(m1.group(3))
     assert _train_job(cluster) == (first, "RUNNING")
     cluster.cmd("scancel", "--signal=TERM", first)
+    _wait_for("the trainer's checkpoint on SIGTERM", lambda: "SIGTERM: checkpoint written" in log_text(), run)
+    deadline = time.monotonic() + GRACE_SECONDS
+    while _train_job(cluster) == (first, "RUNNING") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if _train_job(cluster) == (first, "RUNNING"):
+        _kill_step(cluster, first, "0")
     text = run.check(PREEMPT_TIMEOUT)
     reference.check(PREEMPT_TIMEOUT)
 
