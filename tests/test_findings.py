@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,8 @@ import pytest
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
-from nmtlib.report.findings import FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED, counts, findings_table
+from nmtlib.report.findings import (FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED, counts, findings_table,
+                                    verdict_summary)
 from test_report import TGT, make_experiment, run_report
 
 #: every other word wrong: a poor translation of test_report's references
@@ -292,6 +294,21 @@ def test_models_stopped_by_max_steps_give_no_verdict(tmp_path):
     for _, row in df[df.compared.fillna("").str.contains("local-p|ens")].iterrows():
         assert row.verdict == NO_VERDICT, row.claim
     assert _claim(df, "Flexible Attention at τ = 1.2 computes").verdict == FAILS
+
+
+def test_a_run_still_going_counts_the_claims_waiting_for_results_apart(tmp_path):
+    """While local-p is not yet scored, the claims that need it wait for results; the summary does
+    not call them untested by the experiment's variants."""
+    spec = make_experiment(tmp_path / "results")
+    complete = verdict_summary(findings_table(spec))
+    shutil.rmtree(tmp_path / "results" / "scores" / "local-p")
+    df = findings_table(spec)
+    waiting = df[df.note.fillna("").str.startswith("no result for local-p")]
+    assert len(waiting) >= 2 and (waiting.verdict == UNTESTED).all()
+    others = int((df.verdict == UNTESTED).sum()) - len(waiting)
+    summary = verdict_summary(df)
+    assert summary.endswith(f", {len(waiting)} wait for results and {others} are not tested"), summary
+    assert "wait for results" not in complete and complete.endswith(f" and {others} are not tested"), complete
 
 
 def test_findings_are_written_with_counts(tmp_path):

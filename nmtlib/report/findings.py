@@ -94,6 +94,7 @@ NO_ROWS = "no variant regenerates the paper's rows"
 NO_VARIANT = "the experiment has no variant of the kind the claim needs"
 NOT_DECODED = "not decoded at the paper's τ"
 NO_RESULTS = "no results yet"
+ONE_LENGTH = "the test sentences have one length"
 NO_UNK_REPLACE = "decoded without unknown-word replacement"
 NO_UNKNOWN_WORDS = "no unknown word in the output to replace"
 
@@ -519,7 +520,7 @@ def _length_gain(ctx: _Context, a: str | None, b: str | None, missing: Missing) 
     median = statistics.median(src)
     long_ = src > median
     if long_.all() or not long_.any():
-        out.update(verdict=UNTESTED, reason=NO_RESULTS, note="every test sentence has the same length")
+        out.update(verdict=UNTESTED, reason=ONE_LENGTH, note="every test sentence has the same length")
         return out
     gain_long, gain_short, interval = _halves(ctx, a, b, BLEU, long_)
     if math.isnan(gain_long):
@@ -662,13 +663,20 @@ def counts(df: pd.DataFrame) -> dict[str, int]:
 
 
 def verdict_summary(df: pd.DataFrame) -> str:
-    """The verdicts counted in words: "3 hold, 1 does not hold, 2 are inconclusive and 13 are not tested"."""
+    """The verdicts counted in words: "3 hold, 1 does not hold, 2 are inconclusive and 13 are not tested".
+    Of a run still going, the claims that wait for a model not yet scored are counted apart from
+    those the experiment's variants do not test: "…, 9 wait for results and 4 are not tested"."""
     c = counts(df)
+    waiting = int(((df["verdict"] == UNTESTED) & (df["reason"] == NO_RESULTS)).sum())
+    c[UNTESTED] -= waiting
     words = {HOLDS: ("holds", "hold"), FAILS: ("does not hold", "do not hold"),
              INCONCLUSIVE: ("is inconclusive", "are inconclusive"), NO_VERDICT: ("gets no verdict (smoke run)",
                                                                                  "get no verdict (smoke run)"),
              UNTESTED: ("is not tested", "are not tested")}
-    parts = [f"{c[v]} {words[v][c[v] != 1]}" for v in VERDICTS if c[v] or v in (HOLDS, FAILS, UNTESTED)]
+    parts = [f"{c[v]} {words[v][c[v] != 1]}" for v in VERDICTS if c[v] and v != UNTESTED or v in (HOLDS, FAILS)]
+    if waiting:
+        parts.append(f"{waiting} {('waits', 'wait')[waiting != 1]} for results")
+    parts.append(f"{c[UNTESTED]} {words[UNTESTED][c[UNTESTED] != 1]}")
     return f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
