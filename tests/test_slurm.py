@@ -383,6 +383,23 @@ def _wait_for(what: str, cond, run: Run, timeout: float = PREEMPT_TIMEOUT):
     pytest.fail(f"timed out waiting for {what}\n{_tail(run.text())}")
 
 
+def test_the_cluster_kills_what_its_jobs_leave_behind(tmp_path: Path) -> None:
+    """At its stop the cluster kills every process that carries its SLURM_CONF (a job's orphan
+    outlives the job under proctrack/linuxproc), and no other."""
+    conf = str(tmp_path / "slurm.conf")
+    ours = subprocess.Popen(["sleep", "300"], env={**os.environ, "SLURM_CONF": conf})
+    other = subprocess.Popen(["sleep", "300"], env={**os.environ, "SLURM_CONF": conf + ".other"})
+    try:
+        left = cluster_mod.kill_left_behind(conf)
+        assert ours.wait(10) == -signal.SIGKILL
+        assert other.poll() is None
+        assert left == [f"{ours.pid}: sleep 300"]
+    finally:
+        for proc in (ours, other):
+            proc.kill()
+            proc.wait()
+
+
 def test_preempted_training_resumes(cluster, tmp_path: Path) -> None:
     """Two interruptions of one training job, both resumed from its checkpoint:
 

@@ -351,8 +351,32 @@ StorageLoc=slurm_acct_db
         for name in reversed(list(self.procs)):
             _terminate(self.procs[name])
         self.procs.clear()
+        left = kill_left_behind(str(self.conf))
+        if left:
+            print(f"[cluster] killed {len(left)} process(es) its jobs left behind: {'; '.join(left)}", file=sys.stderr)
         (self.root / "pids").unlink(missing_ok=True)
         shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def kill_left_behind(conf: str) -> list[str]:
+    """SIGKILL every process with ``SLURM_CONF=conf`` in its environment but this one: what the
+    cluster's jobs (or a test's Snakemake) left running once the daemons are gone. proctrack/
+    linuxproc follows a job's process tree only, so a process orphaned before its job ended (a
+    Snakemake hung in its signal handler, docs/reliability.md L5) outlives the job. Returns each
+    process killed, as "pid: command"."""
+    mark, killed = f"SLURM_CONF={conf}".encode(), []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if mark not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
+            os.kill(int(entry.name), signal.SIGKILL)
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue  # ended meanwhile, or not ours to read
+        killed.append(f"{entry.name}: {command.strip()}")
+    return killed
 
 
 def _terminate(proc: subprocess.Popen, timeout: float = 15) -> None:
