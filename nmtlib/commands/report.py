@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         from nmtlib.workflow_config import load_experiment, report_spec
 
         try:
+            # through JSON, as the workflow passes it (--spec): the same types (lists, string keys)
+            # reach the report whichever way it is started
             spec = collect.ExperimentSpec.from_json(json.dumps(report_spec(*load_experiment(*args.config))))
         except ConfigError as err:
             raise NmtlibError(str(err)) from None
