@@ -673,7 +673,8 @@ def verdict_summary(df: pd.DataFrame) -> str:
              INCONCLUSIVE: ("is inconclusive", "are inconclusive"), NO_VERDICT: ("gets no verdict (smoke run)",
                                                                                  "get no verdict (smoke run)"),
              UNTESTED: ("is not tested", "are not tested")}
-    parts = [f"{c[v]} {words[v][c[v] != 1]}" for v in VERDICTS if c[v] and v != UNTESTED or v in (HOLDS, FAILS)]
+    parts = [f"{c[v]} {words[v][c[v] != 1]}" for v in VERDICTS
+             if v in (HOLDS, FAILS) or (c[v] and v != UNTESTED)]
     if waiting:
         parts.append(f"{waiting} {('waits', 'wait')[waiting != 1]} for results")
     parts.append(f"{c[UNTESTED]} {words[UNTESTED][c[UNTESTED] != 1]}")
