@@ -21,7 +21,7 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
 from nmtlib.report.findings import (FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED, counts, findings_table,
-                                    verdict_summary)
+                                    seeds_wanted, verdict_summary)
 from test_report import TGT, make_experiment, run_report
 
 #: every other word wrong: a poor translation of test_report's references
@@ -432,3 +432,43 @@ def test_a_perplexity_claim_of_one_seed_resamples_each_sentences_nll(tmp_path):
     diffs = np.sort(resampled(nll["global-feed"]) - resampled(nll["local-p"]))
     assert (r.ci_low, r.ci_high) == (pytest.approx(diffs[25], abs=1e-4), pytest.approx(diffs[974], abs=1e-4))
     assert 0 < r.ci_low < r.ours_diff < r.ci_high and r.verdict == HOLDS
+
+
+FLEX_AS_GOOD = "Flexible Attention at τ = ∞ is as good as global attention of the same architecture"
+FT_SMALL_COST = "… at a small cost in BLEU (τ = 1.2)"
+
+
+def test_each_side_names_its_variant_and_counts_its_runs(findings):
+    r = _claim(findings, FLEX_AS_GOOD)
+    assert (r.variant_a, r.runs_a, r.variant_b, r.runs_b) == ("flex", 2, "rnnsearch", 2)
+    ens = _claim(findings, "An ensemble beats")
+    assert (ens.variant_a, ens.runs_a, ens.variant_b, ens.runs_b) == ("ens", 1, "local-p", 2)
+
+
+def test_close_bleu_claims_between_two_variants_want_three_seeds_on_both(findings, tmp_path):
+    """By hand, from test_report's numbers (two seeds everywhere): flex 13.5 against rnnsearch (Shu's
+    global) 13.0, and flex-ft 13.2 against flex 13.0 at τ = 1.2, are under 2 BLEU apart; local-p 17
+    against global-feed 15 is exactly 2 (not under); flex at τ = 1.2 against itself at τ = ∞ is one
+    variant, and the ensemble is no variant to seed. The window claims are not BLEU."""
+    spec = make_experiment(tmp_path / "results", with_results=False)
+    wanted = seeds_wanted(findings, spec)
+    assert wanted == {"flex": [FLEX_AS_GOOD, FT_SMALL_COST], "rnnsearch": [FLEX_AS_GOOD], "flex-ft": [FT_SMALL_COST]}
+    # once the config gives a variant three seeds, it is no longer named; the other side still is
+    spec.variant_seeds.update({"flex": [1, 2, 3], "rnnsearch": [1, 2, 3]})
+    assert seeds_wanted(findings, spec) == {"flex-ft": [FT_SMALL_COST]}
+    assert seeds_wanted(findings, spec, gap=0.1) == {}
+    # a wider gap takes in local-p against global-feed (2.0 apart)
+    assert set(seeds_wanted(findings, spec, gap=2.5)) == {"flex-ft", "local-p", "global-feed"}
+
+
+def test_the_report_names_the_variants_that_want_seeds(tmp_path, capsys):
+    spec = make_experiment(tmp_path / "results")
+    tables, _ = run_report(spec, tmp_path / "out")
+    captured = capsys.readouterr()
+    said = "2 BLEU claims compare variants under 2 BLEU apart, with fewer than 3 seeds on a side"
+    assert said in captured.err and "give `flex`, `rnnsearch`, `flex-ft` `seeds: [1, 2, 3]`" in captured.err
+    assert json.loads(captured.out.splitlines()[-1])["seeds_wanted"]["rnnsearch"] == [FLEX_AS_GOOD]
+    assert said in (tables / "findings.md").read_text(encoding="utf-8")
+    spec.variant_seeds.update({n: [1, 2, 3] for n in ("flex", "rnnsearch", "flex-ft")})
+    run_report(spec, tmp_path / "out")
+    assert "seeds" not in capsys.readouterr().err

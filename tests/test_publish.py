@@ -291,6 +291,7 @@ def test_the_rescore_command_of_a_row_scores_what_the_table_says(tmp_path: Path)
 
 def test_a_path_outside_the_repository_is_refused(tmp_path: Path, capsys) -> None:
     root, results = reported_experiment(tmp_path)
+    capsys.readouterr()  # what the report said
     code, out = publish(root, command="snakemake --cores 2 --config cache_dir=../shared/data")
     assert code == 2 and not out.exists()
     err = capsys.readouterr().err.strip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.errors import NmtlibError
     from nmtlib.layout import Layout
     from nmtlib.report import collect, figures
-    from nmtlib.report.findings import findings_table, write_findings
+    from nmtlib.report.findings import findings_table, seeds_advice, seeds_wanted, write_findings
     from nmtlib.report.page import claims_table, write_landing
     from nmtlib.report.paper import PaperRowError, figure_groups
     from nmtlib.report.tables import write_paper_tables, write_summary
@@ -125,7 +126,10 @@ def run(args: argparse.Namespace) -> int:
         with atomic_write(out.caption(name)) as f:
             f.write(figure.caption_rst())
     write_landing(landing, out.landing())
+    wanted = seeds_wanted(findings, spec)
+    if wanted:  # said where the one reading the run looks, beside the findings' header that says it too
+        print(seeds_advice(wanted), file=sys.stderr)
     print(json.dumps({"tables": [str(out.table(t)) for t in written],
                       "figures": [str(out.figure(f)) for f in FIGURES], "landing": str(out.landing()),
-                      "variants": len(summary)}))
+                      "variants": len(summary), "seeds_wanted": wanted}))
     return 0

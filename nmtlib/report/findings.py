@@ -11,7 +11,8 @@ Every comparison has the 95% interval of A − B and its p-value (``ci_low``, ``
 ``p_value``): sacreBLEU's paired bootstrap over the test sentences and, where a side has several
 seeds, their spread (:mod:`nmtlib.report.significance`); the window claims are bootstrapped over
 sentences the same way. ``ours_a`` and ``ours_b`` are means over seeds with their standard
-deviations (``ours_a_sd``, ``ours_b_sd``). The verdict (``criterion`` states it per row):
+deviations (``ours_a_sd``, ``ours_b_sd``), over ``runs_a`` and ``runs_b`` runs of the variants
+``variant_a`` and ``variant_b``. The verdict (``criterion`` states it per row):
 
 - ``holds``: the paper's direction and criterion met, the interval beyond 0 on the paper's side;
 - ``does not hold``: no value of the interval meets the criterion;
@@ -29,6 +30,12 @@ Rows are found the way the paper tables find them: through each variant's ``pape
 property rather than one table row (attention vs none, unknown-word replacement, ensembles,
 RNNsearch vs RNNencdec, Flexible Attention vs global attention of the same architecture) falls
 back to the variants that have that property, named in ``compared``.
+
+How many seeds (:func:`seeds_wanted`): a BLEU claim whose two variants come out under
+:data:`CLOSE_GAP` apart rests on the runs' luck as much as on the test set: a side of one seed takes
+the spread pooled over other variants, which may not be its own. The reference runs give both
+variants of such a claim :data:`FIRM_SEEDS` seeds; the findings' header and ``nmtlib report`` name
+the variants whose config still gives them fewer.
 
 Metrics (the ``metric`` column names each, from :data:`nmtlib.report.metrics.METRICS`): BLEU is
 tokenized BLEU on the test set before unknown-word replacement (the unknown-word claim compares
@@ -67,6 +74,10 @@ UNK_WORDS, UNK_HITS = "unk_words", "unk_replaced_in_reference"
 LARGE_GAIN = 2.0
 #: "A ≈ B" / "small loss" claims hold when A loses at most this many BLEU points
 SMALL_LOSS = 1.0
+#: a BLEU claim whose two variants come out closer than this many points is close: its verdict wants
+#: FIRM_SEEDS seeds on both sides (:func:`seeds_wanted`)
+CLOSE_GAP = 2.0
+FIRM_SEEDS = 3
 
 BETTER = Criterion(0.0, True, "A − B > 0")
 NOT_WORSE = Criterion(0.0, False, "A − B ≥ 0")
@@ -108,7 +119,7 @@ class Missing(NamedTuple):
 
 BASE_COLUMNS = ["claim", "source", "compared", "metric", "paper_a", "paper_b", "paper_diff", "ours_a", "ours_a_sd",
                 "ours_b", "ours_b_sd", "ours_diff", "ci_low", "ci_high", "p_value", "criterion", "verdict", "reason",
-                "note"]
+                "note", "variant_a", "runs_a", "variant_b", "runs_b"]
 #: the columns of each further metric family a comparison is also made on (``<family>_<part>``)
 FAMILY_PARTS = ("a", "b", "diff", "ci_low", "ci_high", "p_value")
 
@@ -318,7 +329,8 @@ def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None,
         return out
     out["compared"] = f"A: {a.label()} vs B: {b.label()}"
     va, vb = ctx.value(a), ctx.value(b)
-    out.update(ours_a=va, ours_a_sd=ctx.sd(a), ours_b=vb, ours_b_sd=ctx.sd(b))
+    out.update(ours_a=va, ours_a_sd=ctx.sd(a), ours_b=vb, ours_b_sd=ctx.sd(b), variant_a=a.name,
+               runs_a=ctx.ours.runs(a.name, a.setting), variant_b=b.name, runs_b=ctx.ours.runs(b.name, b.setting))
     if va is None or vb is None:
         absent = a.label() if va is None else b.label()
         out.update(verdict=UNTESTED, reason=NO_RESULTS, note="; ".join([f"no result for {absent} yet", *notes]))
@@ -651,7 +663,7 @@ def findings_table(spec: ExperimentSpec, ours: Ours | None = None) -> pd.DataFra
     rows.sort(key=lambda r: r["verdict"] == UNTESTED)  # what the experiment tests first, in claim order
     df = pd.DataFrame(rows, columns=columns())
     numeric = [c for c in df.columns if c not in ("claim", "source", "compared", "metric", "criterion", "verdict",
-                                                  "reason", "note")]
+                                                  "reason", "note", "variant_a", "variant_b")]
     for column in numeric:
         df[column] = [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in df[column]]
     return df
@@ -681,6 +693,38 @@ def verdict_summary(df: pd.DataFrame) -> str:
     return f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
+def seeds_wanted(df: pd.DataFrame, spec: ExperimentSpec, gap: float = CLOSE_GAP,
+                 seeds: int = FIRM_SEEDS) -> dict[str, list[str]]:
+    """The variants that want more seeds, each with the claims that want them: the BLEU claims
+    (tokenized BLEU on both sides) between two variants whose difference (of the means over the
+    runs scored so far) is under ``gap`` points, where a variant's config gives it fewer than
+    ``seeds`` seeds. An ensemble is not a variant to seed
+    (its members are); a side compared with itself (another decoding, unknown-word replacement)
+    is paired seed by seed, so its spread is already its own."""
+    bleu = {m.label for m in METRICS.values() if m.family == "bleu"}
+    wanted: dict[str, list[str]] = {}
+    for r in df.itertuples(index=False):
+        if (r.metric not in bleu or r.ours_diff is None or pd.isna(r.ours_diff) or abs(r.ours_diff) >= gap
+                or r.variant_a == r.variant_b):
+            continue
+        for name in (r.variant_a, r.variant_b):
+            if name in spec.variants and len(spec.seeds_of(name)) < seeds:
+                wanted.setdefault(name, []).append(r.claim)
+    return wanted
+
+
+def seeds_advice(wanted: dict[str, list[str]], gap: float = CLOSE_GAP, seeds: int = FIRM_SEEDS) -> str:
+    """:func:`seeds_wanted` in one sentence ("" where no variant wants seeds)."""
+    if not wanted:
+        return ""
+    claims = len({c for cs in wanted.values() for c in cs})
+    names = ", ".join(f"`{n}`" for n in wanted)
+    return (f"{claims} BLEU {('claim compares', 'claims compare')[claims != 1]} variants under {gap:g} BLEU "
+            f"apart, with fewer than {seeds} seeds on a side: to firm up {('its', 'their')[claims != 1]} "
+            f"{('verdict', 'verdicts')[claims != 1]}, give {names} `seeds: "
+            f"[{', '.join(str(k + 1) for k in range(seeds))}]` in the experiment's config.")
+
+
 #: what the findings' criteria mean, under the table (and in the HTML report's caption)
 CRITERIA = (
     "BLEU: tokenized BLEU on the test set, before unknown-word replacement unless metric says after. Shu & "
@@ -703,4 +747,7 @@ def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> Ta
               f"of the papers' claims, {verdict_summary(df)} by this experiment's variants. A and B are the two rows "
               f"compared; paper_diff and ours_diff are A − B (the paper's on the paper's data), ci_low and ci_high "
               f"the 95% interval of ours_diff and p_value its p-value; {seeds}.")
+    advice = seeds_advice(seeds_wanted(df, spec))
+    if advice:
+        header += " " + advice
     return write_table(df, path_csv, f"The papers' claims on experiment {spec.experiment}", CRITERIA, header)
