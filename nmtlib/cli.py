@@ -119,7 +119,36 @@ def load_forced_decoding_inputs(args: argparse.Namespace, outputs: tuple[str, ..
         data = ParallelData.load(args.src, args.tgt, src_vocab, tgt_vocab)
     except (ValueError, OSError) as err:  # OSError: a file that cannot be read
         raise NmtlibError(str(err)) from None
+    warn_past_location(f"nmtlib {args.command}", [model], [len(s) for s in data.src],
+                       "<stdin>" if str(args.src) == "-" else args.src)
     return model, record, data, device
+
+
+def location_limit(models: Sequence[torch.nn.Module]) -> int | None:
+    """The fewest source positions a model of ``models`` attends to: L_max of the location score
+    (Luong et al. 2015, Eq. 9: ``W_a`` has one row per position, so positions at or past it get no
+    weight), the smallest among an ensemble's; None where no model has such a limit."""
+    limits = [int(m.max_positions) for model in models for m in model.modules() if hasattr(m, "max_positions")]
+    return min(limits) if limits else None
+
+
+def warn_past_location(prog: str, models: Sequence[torch.nn.Module], lengths: Sequence[int], where: Path | str,
+                       first_line: int = 1, shown: int = 10) -> None:
+    """One warning line on stderr per source line longer than the models' location limit
+    (:func:`location_limit`; ``lengths``: the tokens each line is decoded from, the first being line
+    ``first_line`` of ``where``): its words past L_max are read by the encoder but get no attention
+    (docs/reliability.md, L3). The first ``shown`` lines, then how many more."""
+    limit = location_limit(models)
+    if limit is None:
+        return
+    over = [(i, n) for i, n in enumerate(lengths, first_line) if n > limit]
+    for k, (line, n) in enumerate(over):
+        if k == shown:
+            print(f"{prog}: warning: {where}: {len(over) - shown} more line(s) over {limit} tokens, their last "
+                  f"words unattended the same way", file=sys.stderr)
+            break
+        print(f"{prog}: warning: {where}:{line}: {n} tokens, but the location score attends to the first {limit} "
+              f"(max_positions): the last {n - limit} get no attention", file=sys.stderr)
 
 
 def add_threads_argument(parser: argparse.ArgumentParser) -> None:

@@ -124,3 +124,68 @@ def test_no_limit_cuts_nothing_and_a_limit_below_one_is_refused(model, tiny_corp
             translate_file([model], src, tiny_corpus / "vocab.src", tiny_corpus / "vocab.tgt", tmp_path / "zero",
                            DecodeOptions(max_src_len=0), device=torch.device("cpu"), progress=False)
     assert not list(tmp_path.glob("zero*")) and "warning" not in capsys.readouterr().err
+
+
+#: the same model scoring by location over 6 source positions at most (Luong Eq. 9's L_max)
+LOCATION = {"name": "loc", "options": {**SPEC["options"], "score": "location", "max_positions": 6,
+                                       "train": {**SPEC["options"]["train"], "max_steps": 20}}}
+PAST_L_MAX = "{prog}: warning: {where}:2: 9 tokens, but the location score attends to the first 6 (max_positions): " \
+             "the last 3 get no attention"
+
+
+@pytest.fixture(scope="module")
+def location_model(tiny_corpus, tmp_path_factory) -> Path:
+    return train_tiny_model(tiny_corpus, tmp_path_factory.mktemp("location-model"), LOCATION)
+
+
+def _nmtlib(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nmtlib", *args], input=stdin, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "warning" in line]
+
+
+def test_words_past_the_location_scores_positions_are_warned_of_wherever_a_model_reads_a_source(
+        location_model, model, tiny_corpus, tmp_path):
+    """Line 2 has 9 tokens; the location score has weights for positions 1-6 only, so its last 3
+    words get none (docs/reliability.md, L3). Translation (a file, and text on standard input),
+    alignment and perplexity each say so, naming the line; a search cut at 6 tokens, and a model
+    that scores by content, have nothing to say."""
+    words = " ".join(lines(tiny_corpus / "train.src")).split()
+    src, tgt = tmp_path / "test.src", tmp_path / "test.tgt"
+    src.write_text(f"{' '.join(words[:3])}\n{' '.join(words[:9])}\n{' '.join(words[:2])}\n", encoding="utf-8")
+    tgt.write_text("".join(f"{line}\n" for line in lines(tiny_corpus / "train.tgt")[:3]), encoding="utf-8")
+    code, err, _ = translate(location_model, tiny_corpus, src, tmp_path / "out")
+    assert code == 0 and _warnings(err) == [PAST_L_MAX.format(prog="nmtlib translate", where=src)], err[-2000:]
+    code, err, _ = translate(location_model, tiny_corpus, src, tmp_path / "cut", "--max-src-len", "6")
+    assert code == 0 and not any("max_positions" in w for w in _warnings(err)), err[-2000:]
+    code, err, _ = translate(model, tiny_corpus, src, tmp_path / "global")
+    assert code == 0 and _warnings(err) == [], err[-2000:]
+    text = _nmtlib("translate", "--model", str(location_model), "--tokenized", "--threads", "1", "--no-progress",
+                   stdin=src.read_text(encoding="utf-8"))
+    assert text.returncode == 0 and len(text.stdout.splitlines()) == 3, text.stderr[-2000:]
+    assert _warnings(text.stderr) == [PAST_L_MAX.format(prog="nmtlib translate", where="<stdin>")]
+    run = _nmtlib("align", "--model", str(location_model), "--src", str(src), "--tgt", str(tgt), "--threads", "1",
+                  "--out", str(tmp_path / "a.npz"), "--links-out", str(tmp_path / "a.links"))
+    assert run.returncode == 0 and _warnings(run.stderr) == [PAST_L_MAX.format(prog="nmtlib align", where=src)]
+    run = _nmtlib("evaluate", "perplexity", "--model", str(location_model), "--src", str(src), "--tgt", str(tgt),
+                  "--threads", "1", "--out", str(tmp_path / "ppl.json"))
+    assert run.returncode == 0 and _warnings(run.stderr) == [PAST_L_MAX.format(prog="nmtlib evaluate", where=src)]
+
+
+def test_the_location_warning_names_ten_lines_then_counts_the_rest(capsys):
+    from nmtlib.cli import warn_past_location
+
+    class Location(torch.nn.Module):  # what the warning looks for: a module with L_max (LocationScore's)
+        max_positions = 4
+
+    ensemble = [torch.nn.Sequential(Location()), torch.nn.Identity()]  # the smallest L_max of an ensemble's
+    warn_past_location("nmtlib translate", ensemble, [5] * 12 + [4, 2], "f.src", first_line=101)
+    err = capsys.readouterr().err.splitlines()
+    assert [w.split(": ")[2] for w in err[:10]] == [f"f.src:{k}" for k in range(101, 111)]
+    assert err[10:] == ["nmtlib translate: warning: f.src: 2 more line(s) over 4 tokens, their last words "
+                        "unattended the same way"]
+    warn_past_location("nmtlib translate", [torch.nn.Identity()], [500], "f.src")
+    assert capsys.readouterr().err == ""

@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from nmtlib.atomic import atomic_write, outputs_together
-from nmtlib.cli import add_threads_argument, positive_int, strip_markup
+from nmtlib.cli import add_threads_argument, location_limit, positive_int, strip_markup, warn_past_location
+from nmtlib.files import is_stdin, iter_lines
 from nmtlib.data.tokenize import available_tokenizers
 from nmtlib.errors import NmtlibError
 from nmtlib.layout import DECODE_SETTINGS, Layout, settings_beside
@@ -299,6 +300,10 @@ def run(args: argparse.Namespace) -> int:
         with torch.no_grad():  # not torch.set_grad_enabled(False): in-process callers keep their autograd
             if args.out is None:
                 return _translate_text(args, loaded, opts, settings, dictionary, device)
+            # standard input can be read once only: by the decoding
+            if location_limit(loaded[0]) is not None and not is_stdin(args.src):
+                warn_past_location("nmtlib translate", loaded[0],
+                                   [_decoded_length(line.split(), opts) for line in iter_lines(args.src)], args.src)
             with outputs_together():  # PREFIX.txt, .unk.txt, .jsonl and the summary: all or none
                 result = translate_loaded(*loaded[:3], args.src, args.out, opts, dictionary, device,
                                           progress=not args.no_progress, unk_replace=settings["unk_replace"])
@@ -310,6 +315,11 @@ def run(args: argparse.Namespace) -> int:
         raise NmtlibError(str(err)) from None
     print(json.dumps(result))
     return 0
+
+
+def _decoded_length(tokens: list[str], opts: Any) -> int:
+    """How many of a source line's ``tokens`` the search reads (``max_src_len`` cuts the rest)."""
+    return len(tokens) if opts.max_src_len is None else min(len(tokens), opts.max_src_len)
 
 
 def input_chunks(src: Path | None) -> Iterator[list[str]]:
@@ -386,6 +396,8 @@ def _translate_text(args: argparse.Namespace, loaded, opts, settings: dict[str, 
                                               device, dictionary, settings["unk_replace"],
                                               progress=not args.no_progress and len(lines) > 1)
         warn_truncated({done + i: tokens for i, tokens in truncated.items()}, opts.max_src_len, where)
+        warn_past_location("nmtlib translate", models, [_decoded_length(s, opts) for s in sentences], where,
+                           first_line=done + 1)
         for i, hypotheses in enumerate(outputs):
             texts = [(" ".join(words), score) for words, score in hypotheses]
             if not args.tokenized:
