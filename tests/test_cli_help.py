@@ -36,6 +36,13 @@ def test_help_shows_no_markup():
         assert "``" not in text and not re.search(r":\w+:`", text), path
 
 
+def test_help_shows_no_doubled_percent_sign():
+    """argparse %-formats an option's help (so a literal % is written %%) but not a description: a
+    %% there shows as it is written."""
+    for path, parser in _commands(build_parser()):
+        assert "%%" not in parser.format_help(), path
+
+
 def test_plain_text_drops_markup():
     assert plain_text("``nmtlib x``: see :func:`~a.b.c`\n  and ``y``.") == "nmtlib x: see a.b.c and y."
 

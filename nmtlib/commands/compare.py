@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the difference of a metric between two systems' translations, with its 95%% interval and "
              "p-value (paired bootstrap over the test sentences, and the seeds)",
         description="The difference A − B of tokenized BLEU, chrF or RIBES between two systems' "
-                    "translations of one test set, with its 95%% interval and p-value: sacreBLEU's paired "
+                    "translations of one test set, with its 95% interval and p-value: sacreBLEU's paired "
                     "bootstrap (1,000 resamples of the test sentences); several files a side are runs "
                     "(seeds) of that system, whose spread widens the interval. The findings of "
                     "`nmtlib report` are computed the same way. Prints a line, then JSON as the last line.",
