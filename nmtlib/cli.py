@@ -90,14 +90,15 @@ def load_vocabulary(path: str | Path) -> Vocabulary:
     return Vocabulary(read_lines(path)) if is_stdin(path) else Vocabulary.load(path)
 
 
-def load_forced_decoding_inputs(args: argparse.Namespace, outputs: tuple[str, ...] = ("out",)
+def load_forced_decoding_inputs(args: argparse.Namespace, outputs: tuple[str, ...] = ("out",), *, prog: str
                                 ) -> tuple[Seq2Seq, dict[str, Any], ParallelData, torch.device]:
     """How a command of :func:`add_forced_decoding_arguments` begins (``align``, ``evaluate
     perplexity``): at most one of its inputs from standard input (:func:`one_stdin`, ``outputs``
     aside), PyTorch's threads set, the device chosen; then the model, its record, the parallel text
-    and that device. The text is encoded with the vocabulary files given (checked against the
-    model; ``-`` is standard input) or, without them, with those model.pt carries (as ``nmtlib
-    translate`` does).
+    and that device; a warning (``prog: warning: ...``) for each source line longer than the
+    model attends to (:func:`warn_past_location`). The text is encoded with the vocabulary files
+    given (checked against the model; ``-`` is standard input) or, without them, with those
+    model.pt carries (as ``nmtlib translate`` does).
 
     :raises NmtlibError: in one line, naming the file."""
     from nmtlib.checkpoint import embedded_vocabularies, load_model, select_device
@@ -119,7 +120,7 @@ def load_forced_decoding_inputs(args: argparse.Namespace, outputs: tuple[str, ..
         data = ParallelData.load(args.src, args.tgt, src_vocab, tgt_vocab)
     except (ValueError, OSError) as err:  # OSError: a file that cannot be read
         raise NmtlibError(str(err)) from None
-    warn_past_location(f"nmtlib {args.command}", [model], [len(s) for s in data.src],
+    warn_past_location(prog, [model], [len(s) for s in data.src],
                        "<stdin>" if str(args.src) == "-" else args.src)
     return model, record, data, device
 

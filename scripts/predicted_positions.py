@@ -30,7 +30,7 @@ def load(model_path: Path, src: Path, tgt: Path):
 
     args = argparse.Namespace(model=model_path, src=src, tgt=tgt, src_vocab=None, tgt_vocab=None, batch_size=64,
                               device="cpu", threads=1)
-    model, _, data, device = load_forced_decoding_inputs(args, outputs=())
+    model, _, data, device = load_forced_decoding_inputs(args, outputs=(), prog="predicted_positions.py")
     return model, data, device
 
 

@@ -172,7 +172,7 @@ def test_words_past_the_location_scores_positions_are_warned_of_wherever_a_model
     assert run.returncode == 0 and _warnings(run.stderr) == [PAST_L_MAX.format(prog="nmtlib align", where=src)]
     run = _nmtlib("evaluate", "perplexity", "--model", str(location_model), "--src", str(src), "--tgt", str(tgt),
                   "--threads", "1", "--out", str(tmp_path / "ppl.json"))
-    assert run.returncode == 0 and _warnings(run.stderr) == [PAST_L_MAX.format(prog="nmtlib evaluate", where=src)]
+    assert run.returncode == 0 and _warnings(run.stderr) == [PAST_L_MAX.format(prog="nmtlib evaluate perplexity", where=src)]
 
 
 def test_the_location_warning_names_ten_lines_then_counts_the_rest(capsys):

@@ -29,7 +29,8 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.decode.forced import alignment_rows, forced_attention
     from nmtlib.metrics.aer import alignments_from_attention, format_links
 
-    model, _, data, device = load_forced_decoding_inputs(args, outputs=("out", "links_out", "predicted_links_out"))
+    model, _, data, device = load_forced_decoding_inputs(args, outputs=("out", "links_out", "predicted_links_out"),
+                                                         prog="nmtlib align")
     if not model.has_attention:
         raise NmtlibError(f"{args.model}: a model without attention has no alignments to export")
     claim_outputs(args.out, args.links_out, *([args.predicted_links_out] if args.predicted_links_out else []))

@@ -154,7 +154,7 @@ def run_perplexity(args: argparse.Namespace) -> int:
     from nmtlib.metrics.perplexity import perplexity
     from nmtlib.train.trainer import evaluate_nll
 
-    model, record, data, device = load_forced_decoding_inputs(args)
+    model, record, data, device = load_forced_decoding_inputs(args, prog="nmtlib evaluate perplexity")
     claim_outputs(args.out)  # refused now, not after the model has run
     nll, tokens = evaluate_nll(model, data, args.batch_size, device)
     try:
