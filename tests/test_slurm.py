@@ -17,6 +17,9 @@ tests/slurm/cluster.py) is started for the others and stopped after them:
   sent SIGTERM (``scancel --signal=TERM``) and retried by Snakemake (the profile's ``retries``);
   each time training resumes from its checkpoint, and the final weights equal an uninterrupted
   run's;
+- ``test_a_job_cancelled_by_hand_is_retried``: a plain ``scancel`` of a training job ends it
+  CANCELLED; Snakemake sees it end (the profile's squeue status command) and submits it again,
+  and training resumes from its checkpoint;
 - ``test_gpu_jobs_share_a_gpu_through_slurm``: with ``jobs_per_gpu: 2`` and the cluster's
   ``shard`` GRES, training jobs ask for and get half of a GPU's shards, not a whole GPU.
 
@@ -411,8 +414,8 @@ def test_preempted_training_resumes(cluster, tmp_path: Path) -> None:
        The job step's own Snakemake may hang on that SIGTERM (docs/reliability.md, L5): where
        the job still runs GRACE_SECONDS after the trainer's checkpoint, the test kills the step's
        processes, as Slurm does once a time limit's KillWait or a preemption's GraceTime is over.
-       (Not ``scancel``: the Slurm plugin never sees a job that sacct calls "CANCELLED by <uid>"
-       end, L6.)
+       (A plain ``scancel``, which sacct calls "CANCELLED by <uid>", is
+       :func:`test_a_job_cancelled_by_hand_is_retried`'s.)
     """
     model = "results/preempt/models/base/seed1/model.pt"
     last = "results/preempt/models/base/seed1/checkpoints/last.pt"
@@ -483,6 +486,42 @@ def test_preempted_training_resumes(cluster, tmp_path: Path) -> None:
     print(f"\n[slurm] training job {first}: requeued, resumed at step {requeued_at}; SIGTERM, retry {ids[1]} "
           f"resumed at step {retried_at} of {total}; weights equal the uninterrupted run; Slurm run "
           f"{run.seconds:.0f} s", file=sys.stderr)
+
+
+def test_a_job_cancelled_by_hand_is_retried(cluster, tmp_path: Path) -> None:
+    """``scancel <job>`` of a running training job. sacct calls it "CANCELLED by <uid>", a state
+    the Slurm plugin (2.8.0) takes for still running, so that Snakemake would wait for it for ever
+    (docs/reliability.md, L6); through the profile's status command, squeue, it is CANCELLED, a
+    failure: Snakemake submits the job again (``retries``) and the training resumes from its
+    checkpoint. (The test cluster's MinJobAge is 300 s, above the 120 s under which the plugin
+    would fall back to sacct.)"""
+    model = "results/preempt/models/base/seed1/model.pt"
+    last = "results/preempt/models/base/seed1/checkpoints/last.pt"
+    train_log = "logs/preempt/train_model/base.seed1.log"
+    wd = _workdir(tmp_path / "slurm")
+    Run([model, "--cores", "2", "--configfile", str(PREEMPT), "--omit-from", "train_model"], wd, _local_env(),
+        wd / "prepare.log").check(RUN_TIMEOUT)
+    run = Run([model, "--cores", "8", "--profile", "slurm", "--configfile", str(PREEMPT),
+               "--slurm-init-seconds-before-status-checks", "2"], wd, _slurm_env(cluster), wd / "snakemake.log")
+    job = _wait_for("the training job to run and write a checkpoint",
+                    lambda: (j := _train_job(cluster)) and j[1] == "RUNNING" and (wd / last).exists() and j, run)
+    first = job[0]
+    cluster.cmd("scancel", first)
+    text = run.check(PREEMPT_TIMEOUT)
+
+    train_jobs = [int(j) for _, rule, j in _rule_blocks(text) if rule == "train_model"]
+    ids = [sid for j, sid, _ in SUBMITTED.findall(text) if int(j) in train_jobs]
+    assert len(ids) == 2 and ids[0] == first, (ids, first, _tail(text))
+    # the plugin saw the job end through squeue (through sacct, "CANCELLED by 0" never would)
+    assert "SLURM status is: 'CANCELLED'" in text and "Trying to restart job" in text, _tail(text)
+    records = _sacct(cluster, ids)
+    assert records[ids[0]]["State"].startswith("CANCELLED"), records
+    assert records[ids[1]]["State"] == "COMPLETED", records
+    log = (wd / train_log).read_text(errors="replace")
+    assert re.search(r"resuming from \S+: epoch \d+, batch \d+, step [1-9]", log), _tail(log)
+    assert (wd / model).exists()
+    print(f"\n[slurm] training job {first} cancelled by hand ({records[ids[0]]['State']}); retry {ids[1]} "
+          f"resumed from its checkpoint and completed; Slurm run {run.seconds:.0f} s", file=sys.stderr)
 
 
 def test_gpu_jobs_share_a_gpu_through_slurm(cluster, tmp_path: Path) -> None:
