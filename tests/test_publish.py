@@ -410,7 +410,7 @@ def test_a_claim_worded_per_direction_is_one_claim_across_experiments(tmp_path: 
     """Shu's τ = 1.2 window claim reads "under half the" scores where the paper shows that (De→En) and
     "fewer" where it does not (En→Ja): beside each other, and in the index, it is one claim with a row
     per experiment, not two claims each untested on the other side."""
-    from nmtlib.report.publish import beside_section, results_index
+    from nmtlib.report.index import beside_section, results_index
 
     def findings(claim: str, paper: float, ours: float, low: float, high: float) -> pd.DataFrame:
         return pd.DataFrame([{"claim": claim, "metric": "window (A vs B: change %)", "paper_diff": paper,

@@ -19,9 +19,8 @@ built only from what the run wrote:
   file, :meth:`nmtlib.layout.Logs.benchmark`) and whether it resumed (its job log); the figures,
   shrunk to at most :data:`MAX_WIDTH` pixels, each with its caption (:data:`nmtlib.report.paper.FIGURES`).
 
-Every publish rewrites the index beside the folder (``docs/results.md``, :func:`results_index`): each page's
-best variant and verdicts counted, then the papers' claims across the pages, read from the CSVs
-beside them.
+Every publish rewrites the index beside the folder (``docs/results.md``,
+:func:`nmtlib.report.index.results_index`).
 
 What the files cannot say — the command that ran and the machine — the caller gives. One list of
 commits: those the models were trained at and the one the tables and this page were written at;
@@ -40,7 +39,6 @@ import shlex
 import shutil
 import subprocess
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,10 +51,12 @@ from nmtlib.layout import RAW_TEXT, Layout, Logs
 from nmtlib.origin import TRAINER, training_code
 from nmtlib.provenance import machine, starts
 from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
-from nmtlib.report.findings import CRITERIA, claim_name, counts, verdict_summary
+from nmtlib.report.findings import CRITERIA, verdict_summary
+from nmtlib.report.index import (PAGE_BLEU, beside_section, finding_cells, findings_of, published_table,
+                                 results_index)
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
 from nmtlib.report.paper import FIGURES, TABLES
-from nmtlib.report.significance import NO_VERDICT, UNTESTED, VERDICTS
+from nmtlib.report.significance import NO_VERDICT, UNTESTED
 from nmtlib.report.tables import MISSING, rendered_cells
 from nmtlib.words import counted
 
@@ -64,9 +64,6 @@ from nmtlib.words import counted
 MAX_WIDTH = 900
 #: tables of the page after the findings and the summary, in order
 PAPER_TABLES = tuple(TABLES)
-#: the BLEU of the models table and the re-score command: as the tables score it (tokenized, before
-#: unknown-word replacement), read through the metric registry
-PAGE_BLEU = "bleu_before_unk_replace"
 #: the summary's columns the page shows (the rest are in summary.csv), each with its ``_sd`` where there is one
 SUMMARY_SHOWN = ("variant", "runs", "test_ppl", "bleu_before_unk_replace", "bleu_after_unk_replace",
                  "chrf_before_unk_replace", "ribes_after_unk_replace", "sacrebleu_after_unk_replace", "avg_window")
@@ -196,21 +193,6 @@ def _markdown(df: pd.DataFrame) -> str:
     return rendered_cells(df).to_markdown(index=False, disable_numparse=True)
 
 
-def _signed(value: object, percent: bool = False) -> str:
-    if value is None or pd.isna(value):
-        return MISSING
-    return f"{float(value):+.2f}" + ("%" if percent else "")
-
-
-def _finding_cells(r: pd.Series) -> dict[str, str]:
-    """A findings row as the page shows it: paper | ours | 95% interval | verdict (window claims in percent)."""
-    percent = "%" in str(r["metric"])
-    interval = (MISSING if pd.isna(r["ci_low"]) else
-                f"[{_signed(r['ci_low'], percent)}, {_signed(r['ci_high'], percent)}]")
-    return {"paper": _signed(r["paper_diff"], percent), "ours": _signed(r["ours_diff"], percent),
-            "95% interval": interval, "verdict": r["verdict"]}
-
-
 def _ribes_cell(r: pd.Series) -> str:
     """A comparison's RIBES difference and its 95% interval (RIBES is 0–1), or a dash."""
     if pd.isna(r.get("ribes_diff")):
@@ -223,7 +205,7 @@ def findings_section(findings: pd.DataFrame, ribes: bool = False) -> list[str]:
     """The findings: their verdicts counted, the narrow table of the tested claims (with ``ribes``,
     each comparison's RIBES beside it), the untested ones one line per reason, and the criteria."""
     tested = findings[findings["verdict"] != UNTESTED]
-    rows = [{"claim": r["claim"], **_finding_cells(r), **({RIBES_COLUMN: _ribes_cell(r)} if ribes else {})}
+    rows = [{"claim": r["claim"], **finding_cells(r), **({RIBES_COLUMN: _ribes_cell(r)} if ribes else {})}
             for _, r in tested.iterrows()]
     lines = [f"Of the papers' claims, {verdict_summary(findings)} by this experiment's variants. *paper* and "
              "*ours* are the difference A − B of the two rows each claim compares (the paper's on its data; the "
@@ -238,130 +220,6 @@ def findings_section(findings: pd.DataFrame, ribes: bool = False) -> list[str]:
     for reason, group in untested.groupby(untested["reason"].fillna(""), sort=False):
         lines.append(f"- Not tested, {reason}: {'; '.join(group['claim'])}.")
     return [*lines, "", CRITERIA, ""]
-
-
-def published_table(folder: Path, name: str) -> Path:
-    """A table as a published page keeps it: ``docs/results/<experiment>/<name>.csv``."""
-    return folder / f"{name}.csv"
-
-
-def findings_of(folder: Path) -> Path:
-    """Another experiment's findings for ``--beside``: its results folder's
-    (``results/<experiment>/tables/findings.csv``) or, where only the page is at hand (a results
-    folder is not committed), its published page's copy (``docs/results/<experiment>/findings.csv``)."""
-    results, page = Layout(folder).table("findings"), published_table(folder, "findings")
-    for path in (results, page):
-        if path.exists():
-            return path
-    raise FileNotFoundError(f"{results} does not exist, nor a published page's {page.name} in {folder}: run that "
-                            f"experiment's report first, or name its page's folder (--beside {folder})")
-
-
-def _tested_claims(findings: Iterable[pd.DataFrame]) -> list[str]:
-    """Every claim that one of ``findings`` tests, by its name across experiments (:func:`claim_name`), in order."""
-    return list(dict.fromkeys(claim_name(c) for df in findings for c in df.loc[df["verdict"] != UNTESTED, "claim"]))
-
-
-def _claim_cells(findings: pd.DataFrame, name: str) -> dict[str, str] | None:
-    """The page cells (:func:`_finding_cells`) of the claim that goes by ``name`` across experiments,
-    whatever its wording in ``findings``; None where ``findings`` does not test it."""
-    found = findings[findings["claim"].map(claim_name) == name]
-    if found.empty or found.iloc[0]["verdict"] == UNTESTED:
-        return None
-    return _finding_cells(found.iloc[0])
-
-
-def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
-    """The findings of several experiments side by side (this one first): every claim that one of
-    them tests, one row per experiment, each with its own paper difference (a claim's paper number
-    follows the experiment's direction, and so may its wording: the row goes by the claim's one name,
-    :func:`nmtlib.report.findings.claim_name`), ours, the interval and the verdict."""
-    names = list(experiments)
-    claims = _tested_claims(experiments.values())
-    rows = []
-    for claim in claims:
-        for i, name in enumerate(names):
-            cells = (_claim_cells(experiments[name], claim)
-                     or {"paper": MISSING, "ours": MISSING, "95% interval": MISSING, "verdict": UNTESTED})
-            rows.append({"claim": claim if i == 0 else "", "experiment": name, **cells})
-    lines = [f"## Beside {', '.join(f'`{n}`' for n in names[1:])}", "",
-             f"Every claim that `{names[0]}` or {', '.join(f'`{n}`' for n in names[1:])} tests, one row per "
-             "experiment, each from that experiment's own findings (its paper difference is the paper's number "
-             "for that experiment's direction).", ""]
-    if rows:
-        lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), ""]
-    else:
-        lines += ["None of them tests a claim yet.", ""]
-    return lines
-
-
-def results_index(folder: Path) -> Path:
-    """Write ``<folder>.md`` beside ``folder`` (outside it: every page in it publishes its translations):
-    every page published in ``folder`` (a ``<stem>.md`` with its
-    ``<stem>/summary.csv`` and ``<stem>/findings.csv``) in one table, then the papers' claims across
-    them, one column per page: what a reader of several experiments asks first (does a claim hold on
-    every corpus and direction?). Everything is read from the pages' own CSVs and titles."""
-    pages = {}
-    for page in sorted(folder.glob("*.md"), key=lambda p: p.stem):
-        summary, findings = (published_table(folder / page.stem, name) for name in ("summary", "findings"))
-        if summary.exists() and findings.exists():
-            title = next((line[2:].strip() for line in read_lines(page) if line.startswith("# ")), page.stem)
-            pages[page.stem] = (title, pd.read_csv(summary), pd.read_csv(findings))
-    shown = [v for v in VERDICTS if v != NO_VERDICT or any(counts(f)[v] for _, _, f in pages.values())]
-    lines = ["# Reference results", "",
-             f"Every page in `{folder.name}/` is one experiment, trained and published with `nmtlib publish`; this index "
-             "is written from the pages' own tables each time one is published. A page says how its models were "
-             "trained, on what machine, at which commits, and gives every test translation.", ""]
-    if not pages:
-        return _write_index(folder, [*lines, "No page is published yet."])
-    rows = []
-    for stem, (title, summary, findings) in pages.items():
-        single = summary[summary["attention"].astype(str) != "ensemble"]
-        runs = pd.to_numeric(single["runs"], errors="coerce").fillna(0)
-        ensembles = summary[(summary["attention"].astype(str) == "ensemble") &
-                            (pd.to_numeric(summary["runs"], errors="coerce").fillna(0) > 0)]
-        bleu = pd.to_numeric(single[PAGE_BLEU], errors="coerce")
-        best = "" if bleu.isna().all() else _best_variant(single.loc[bleu.idxmax()])
-        c = counts(findings)
-        rows.append({"page": f"[{title}]({folder.name}/{stem}.md)",
-                     "variants with results": f"{int((runs > 0).sum())} of {len(single)}"
-                                              + (f", {counted(len(ensembles), 'ensemble')}"
-                                                 if len(ensembles) else ""),
-                     "models scored": str(int(runs.sum())), "best variant (test BLEU)": best,
-                     f"claims: {' / '.join(shown)}": " / ".join(str(c[v]) for v in shown)})
-    lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), "",
-              "*Best variant*: the highest mean test BLEU over a variant's seeds (tokenized, before unknown-word "
-              "replacement, τ = ∞), ± the standard deviation over them.", ""]
-    claims = _tested_claims(f for _, _, f in pages.values())
-    lines += ["## The papers' claims across experiments", ""]
-    if not claims:
-        return _write_index(folder, [*lines, "No page tests a claim yet."])
-    matrix = []
-    for claim in claims:
-        row = {"claim": claim}
-        for stem, (_, _, findings) in pages.items():
-            cells = _claim_cells(findings, claim)
-            row[stem] = (UNTESTED if cells is None else
-                         f"{cells['verdict']}: {cells['ours']} {cells['95% interval']}".replace(f" {MISSING}", ""))
-        matrix.append(row)
-    lines += ["Each claim that some page tests, and each page's verdict with our difference A − B and its 95% "
-              "interval (window claims in percent). The rows compared, the paper's own difference for that page's "
-              "direction and why a claim is not tested are on each page.", "",
-              pd.DataFrame(matrix).to_markdown(index=False, disable_numparse=True)]
-    return _write_index(folder, lines)
-
-
-def _best_variant(row: pd.Series) -> str:
-    bleu, sd, runs = row[PAGE_BLEU], row.get(f"{PAGE_BLEU}_sd"), int(float(row["runs"]))
-    spread = f" ± {float(sd):.2f}" if sd is not None and not pd.isna(sd) else ""
-    return f"{row['variant']}: {float(bleu):.2f}{spread} ({counted(runs, 'seed')})"
-
-
-def _write_index(folder: Path, lines: list[str]) -> Path:
-    path = folder.with_name(f"{folder.name}.md")
-    with atomic_write(path) as f:
-        f.write("\n".join(lines).rstrip() + "\n")
-    return path
 
 
 def paper_table_section(name: str, df: pd.DataFrame) -> list[str]:
@@ -530,7 +388,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
                  title: str | None = None, intro: str = "", beside: tuple[Path, ...] = ()) -> Path:
     """Write ``out`` (Markdown) and, under ``out``'s folder in ``<stem>/``, its figures, its tables
     as CSV and every test translation (see the module docstring); with ``beside``, other
-    experiments' results folders, their findings beside this one's (:func:`beside_section`)."""
+    experiments' results folders, their findings beside this one's (:func:`nmtlib.report.index.beside_section`)."""
     experiment, layout = results.name, Layout(results)
     if not layout.table("summary").exists() or not layout.table("findings").exists():
         raise FileNotFoundError(f"{layout.table('summary')} does not exist: run the experiment's report first")
