@@ -123,9 +123,17 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
     for heading in ("## Findings", "## Summary", "### Shu & Nakayama 2017, Table 1", "## Translations",
                     "## Models trained", "## Figures"):
         assert heading in page, heading
-    # the findings as claim | paper | ours | 95% interval | verdict; every column in the CSV beside
+    # the findings as claim | paper | ours | 95% interval | seeds | verdict; every column in the CSV beside
     header = next(line for line in page.splitlines() if line.startswith("| claim "))
-    assert [c.strip() for c in header.strip("|").split("|")] == ["claim", "paper", "ours", "95% interval", "verdict"]
+    assert [c.strip() for c in header.strip("|").split("|")] == ["claim", "paper", "ours", "95% interval", "seeds",
+                                                                 "verdict"]
+    # seeds: the unit experiment trains every variant at seeds 1 and 2 (test_report.make_experiment), and
+    # an ensemble is one model
+    section = page.split("## Findings")[1].split("\n## ")[0]
+    seeds = {cells[0]: cells[4] for line in section.splitlines() if line.startswith("| ") and not line.startswith("| claim")
+             for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+    assert seeds.pop("An ensemble beats its best member") == "1 / 2"
+    assert seeds and set(seeds.values()) == {"2 / 2"}
     assert (out.parent / "unit" / "findings.csv").read_text() == (results / "tables" / "findings.csv").read_text()
     assert "- Not tested, no variant regenerates the paper's rows: Reversing the source helps the base model;" in page
     # no table line as wide as the old page's 800 characters: the widest has the paper's long row labels
@@ -334,11 +342,11 @@ def test_findings_beside_another_experiments(tmp_path: Path) -> None:
     section = page.split("## Beside `unit-back`")[1].split("\n## ")[0]
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
             if line.startswith("|") and not line.startswith("|:")]
-    assert rows[0] == ["claim", "experiment", "paper", "ours", "95% interval", "verdict"]
+    assert rows[0] == ["claim", "experiment", "paper", "ours", "95% interval", "seeds", "verdict"]
     ours = tested.iloc[0]
-    assert rows[1][:2] == [first, "unit"] and rows[1][5] == ours["verdict"]
-    assert rows[2] == ["", "unit-back", rows[1][2], "-0.50", "[-0.90, -0.10]", "does not hold"]
-    assert rows[3][:2] == [second, "unit"] and rows[4][1:] == ["unit-back", "—", "—", "—", "not tested"]
+    assert rows[1][:2] == [first, "unit"] and rows[1][6] == ours["verdict"]
+    assert rows[2] == ["", "unit-back", rows[1][2], "-0.50", "[-0.90, -0.10]", rows[1][5], "does not hold"]
+    assert rows[3][:2] == [second, "unit"] and rows[4][1:] == ["unit-back", "—", "—", "—", "—", "not tested"]
     # every claim tested in either, each once per experiment
     assert len(rows) - 1 == 2 * len(tested)
     # a published page's folder serves as well (results folders are not committed): the same section
@@ -424,8 +432,8 @@ def test_a_claim_worded_per_direction_is_one_claim_across_experiments(tmp_path: 
             if line.startswith("|") and not line.startswith("|:")]
     assert rows[1:] == [
         ["Flexible Attention at τ = 1.2 computes fewer attention scores", "enja", "-32.79%", "-20.00%",
-         "[-25.00%, -15.00%]", "holds"],
-        ["", "deen", "-62.32%", "-59.53%", "[-67.55%, -52.67%]", "holds"],
+         "[-25.00%, -15.00%]", "—", "holds"],
+        ["", "deen", "-62.32%", "-59.53%", "[-67.55%, -52.67%]", "—", "holds"],
     ]
     pages = tmp_path / "results"
     for stem, df in (("deen", deen), ("enja", enja)):
@@ -499,8 +507,8 @@ def test_a_japanese_pages_findings_show_ribes(tmp_path: Path) -> None:
     section = out.read_text(encoding="utf-8").split("## Findings")[1].split("\n## ")[0]
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
             if line.startswith("|") and not line.startswith("|:")]
-    assert code == 0 and rows[0] == ["claim", "paper", "ours", "95% interval", "verdict", "RIBES, ours [95%]"]
-    assert rows[1][0] == first and rows[1][5] == "-0.0123 [-0.0200, -0.0045]"
+    assert code == 0 and rows[0] == ["claim", "paper", "ours", "95% interval", "seeds", "verdict", "RIBES, ours [95%]"]
+    assert rows[1][0] == first and rows[1][6] == "-0.0123 [-0.0200, -0.0045]"
     torch.save({"preprocess": {**record, "src_lang": "de"}}, model)
     code, out = publish(root)
     assert code == 0 and "RIBES, ours [95%]" not in out.read_text(encoding="utf-8")

@@ -37,13 +37,23 @@ def _signed(value: object, percent: bool = False) -> str:
     return f"{float(value):+.2f}" + ("%" if percent else "")
 
 
+def _seeds(r: pd.Series) -> str:
+    """How many models each side's number is the mean of (``runs_a`` / ``runs_b``; an ensemble is one),
+    a dash where the findings do not say (an older report's)."""
+    a, b = r.get("runs_a"), r.get("runs_b")
+    if a is None or b is None or pd.isna(a) or pd.isna(b):
+        return MISSING
+    return f"{int(a)} / {int(b)}"
+
+
 def finding_cells(r: pd.Series) -> dict[str, str]:
-    """A findings row as the page shows it: paper | ours | 95% interval | verdict (window claims in percent)."""
+    """A findings row as the page shows it: paper | ours | 95% interval | seeds | verdict (window
+    claims in percent)."""
     percent = "%" in str(r["metric"])
     interval = (MISSING if pd.isna(r["ci_low"]) else
                 f"[{_signed(r['ci_low'], percent)}, {_signed(r['ci_high'], percent)}]")
     return {"paper": _signed(r["paper_diff"], percent), "ours": _signed(r["ours_diff"], percent),
-            "95% interval": interval, "verdict": r["verdict"]}
+            "95% interval": interval, "seeds": _seeds(r), "verdict": r["verdict"]}
 
 
 def published_table(folder: Path, name: str) -> Path:
@@ -88,7 +98,8 @@ def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
     for claim in claims:
         for i, name in enumerate(names):
             cells = (_claim_cells(experiments[name], claim)
-                     or {"paper": MISSING, "ours": MISSING, "95% interval": MISSING, "verdict": UNTESTED})
+                     or {"paper": MISSING, "ours": MISSING, "95% interval": MISSING, "seeds": MISSING,
+                         "verdict": UNTESTED})
             rows.append({"claim": claim if i == 0 else "", "experiment": name, **cells})
     lines = [f"## Beside {', '.join(f'`{n}`' for n in names[1:])}", "",
              f"Every claim that `{names[0]}` or {', '.join(f'`{n}`' for n in names[1:])} tests, one row per "

@@ -4,7 +4,7 @@ Peers publish reference numbers beside their code (Joey NMT's benchmarks page, t
 README tables); this page is ours for one experiment, written as a paper's results section and
 built only from what the run wrote:
 
-- the findings as a narrow table (claim | paper | ours | 95% interval | verdict), beside other
+- the findings as a narrow table (claim | paper | ours | 95% interval | seeds | verdict), beside other
   experiments' where asked (the same claims in another direction or corpus), the untested
   claims folded by reason, the summary and the papers' tables narrowed to the paper's numbers and
   ours (means ± standard deviations over seeds, counts as integers); every column of each is in
@@ -209,7 +209,8 @@ def findings_section(findings: pd.DataFrame, ribes: bool = False) -> list[str]:
             for _, r in tested.iterrows()]
     lines = [f"Of the papers' claims, {verdict_summary(findings)} by this experiment's variants. *paper* and "
              "*ours* are the difference A − B of the two rows each claim compares (the paper's on its data; the "
-             "window claims in percent)"
+             "window claims in percent); *seeds* counts the models each side is the mean of (an ensemble is "
+             "one), and the interval takes in their spread (the criteria below)"
              + (f"; *{RIBES_COLUMN}* is the same comparison's on RIBES (0–1), with its 95% interval: Japanese "
                 "is one side of this pair, and RIBES, which sees word order, is its second metric" if ribes else "")
              + "; the rows compared, both sides' numbers, the p-values, the chrF and RIBES "
