@@ -519,3 +519,41 @@ def test_every_tokenizer_has_words_on_the_page() -> None:
     from nmtlib.report.publish import TOKENIZATION
 
     assert set(TOKENIZATION) == set(TOKENIZERS)
+
+
+def test_sample_sentences_are_chosen_by_source_length_alone() -> None:
+    from nmtlib.report.samples import markdown_text, sample_sentences
+
+    # lengths 3 1 3 5 5: sorted 1 3 3 5 5, median 3 (first at line 0), longest 5 (first at line 3)
+    assert [i for i, _ in sample_sentences(["a b c", "a", "x y z", "a b c d e", "v w x y z"])] == [0, 3]
+    # an even count takes the lower median: 2 4 6 8 -> 4
+    assert [i for i, _ in sample_sentences(["a b", "a b c d", "a b c d e f", "a b c d e f g h"])] == [1, 3]
+    # one length: one sentence, said to be both
+    assert sample_sentences(["a b", "c d"]) == [(0, "the median and the longest source, 2 words")]
+    assert sample_sentences([]) == []
+    assert markdown_text("a <unk> | b*c_d `e` [f] \\ &") == "a &lt;unk&gt; \\| b\\*c\\_d \\`e\\` \\[f\\] \\\\ &amp;"
+
+
+def test_the_page_shows_sample_sentences_with_every_models_output(tmp_path: Path) -> None:
+    """test_report's sources have 8 3 16 6 12 2 words: the lower median, 6, is line 4 and the longest
+    line 3; each row is that line of the model's first seed at τ = ∞, as decoded, shown as it is."""
+    root, results = reported_experiment(tmp_path, translations=True)
+    base = results / "translations" / "base" / "seed1" / "test.beam5.txt"
+    lines = base.read_text(encoding="utf-8").splitlines()
+    lines[3] = "A <unk> | C*D"
+    base.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+    code, out = publish(root)
+    assert code == 0
+    section = out.read_text(encoding="utf-8").split("### Sample translations")[1].split("\n## ")[0]
+    tables = re.findall(r"^Line (\d+) \(([^)]*)\):\n\n((?:\|.*\n)+)", section, re.M)
+    assert [(n, why) for n, why, _ in tables] == [("4", "median source length, 6 words"),
+                                                  ("3", "the longest source, 16 words")]
+
+    def rows(table: str) -> list[list[str]]:
+        return [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]] for line in table.splitlines()[2:]]
+
+    assert rows(tables[0][2]) == [["source", "a b c d e f"], ["reference", "A B C D E"],
+                                  ["base", "A &lt;unk&gt; \\| C\\*D"], ["flex-ft", "A B C D E"]]
+    assert rows(tables[1][2]) == [["source", "a b c d e f g h i j k l m n o p"],
+                                  ["reference", "A B C D E F G H I J K L M N O"],
+                                  ["base", "A B C D E F G H I J K L M N"], ["flex-ft", "A B C D E F G H I J K L M N O"]]

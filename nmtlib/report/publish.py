@@ -11,9 +11,9 @@ built only from what the run wrote:
   the CSV copied beside the page (``<stem>/<table>.csv``);
 - every test translation, before and after unknown-word replacement, of every variant, seed, τ
   and ensemble (under ``<stem>/`` as under the results folder: :meth:`nmtlib.layout.Layout.translation`),
-  the tokenized test reference and source they are scored against, and a one-line sacreBLEU
+  the tokenized test reference and source they are scored against, a one-line sacreBLEU
   command that re-scores the best single model's row and prints its BLEU and chrF with their
-  signatures;
+  signatures, and a few test sentences with every model's output (:mod:`nmtlib.report.samples`);
 - per model the learning curve and the trainer's clock (its training log), the provenance (its
   record: every start's commit and machine, parameters; :func:`nmtlib.provenance.starts`), the CPU time of the training job (Snakemake's benchmark
   file, :meth:`nmtlib.layout.Logs.benchmark`) and whether it resumed (its job log); the figures,
@@ -56,6 +56,7 @@ from nmtlib.report.index import (PAGE_BLEU, beside_section, finding_cells, findi
                                  results_index)
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
 from nmtlib.report.paper import FIGURES, TABLES
+from nmtlib.report.samples import samples_section
 from nmtlib.report.significance import NO_VERDICT, UNTESTED
 from nmtlib.report.tables import MISSING, rendered_cells
 from nmtlib.words import counted
@@ -470,6 +471,9 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     published = Layout(folder)  # the translations laid out as in the results folder
     copy_translations(results, published.translations_dir())
     lines += rescore_section(results, published, root, summary)
+    translations = published.translations_dir()
+    if (translations / SOURCE).exists() and (translations / REFERENCE).exists():
+        lines += samples_section(published, summary, translations / SOURCE, translations / REFERENCE)
     lines += _models_section(runs)
     lines += ["## Figures", ""]
     for name, figure in FIGURES.items():
