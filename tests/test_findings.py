@@ -311,6 +311,23 @@ def test_a_run_still_going_counts_the_claims_waiting_for_results_apart(tmp_path)
     assert "wait for results" not in complete and complete.endswith(f" and {others} are not tested"), complete
 
 
+def test_a_run_still_going_resamples_the_seeds_scored_so_far(tmp_path):
+    """global-feed's config names seeds 1 and 2, and only seed 1 is scored yet: its side is seed 1's
+    translations, resampled as they would be were seed 1 all the config named, not a bare number
+    that leaves the interval the seeds' spread alone."""
+    spec = make_experiment(tmp_path / "results")
+    with_translations(tmp_path / "results", {"local-p": TGT, "global-feed": POOR})
+    claim = "local-p attention (general) is at least as good"
+    for folder in ("translations", "scores"):
+        shutil.rmtree(tmp_path / "results" / folder / "global-feed" / "seed2")
+    going = _claim(findings_table(spec), claim)
+    spec.variant_seeds.update({"global-feed": [1]})
+    one_seed = _claim(findings_table(spec), claim)
+    assert going.runs_b == one_seed.runs_b == 1 and going.ours_b == pytest.approx(sacre_bleu(POOR), abs=1e-4)
+    assert not pd.isna(going.ci_low) and "no interval" not in str(going.note)
+    assert (going.ci_low, going.ci_high, going.p_value) == (one_seed.ci_low, one_seed.ci_high, one_seed.p_value)
+
+
 def test_findings_are_written_with_counts(tmp_path):
     spec = make_experiment(tmp_path / "results")
     tables, _ = run_report(spec, tmp_path / "out")

@@ -241,11 +241,15 @@ class _Context:
         metric = metric or side.metric
         setting = side.setting or self.spec.settings[side.name][0]
         runs = self.spec.runs(side.name)
-        resampled = [self._sample(side.name, r, setting, metric, keep) for r in runs]
-        if keep is not None or all(s is not None for s in resampled):
-            return [s for s in resampled if s is not None]
+        resampled = dict(zip(runs, (self._sample(side.name, r, setting, metric, keep) for r in runs)))
+        if keep is not None or all(s is not None for s in resampled.values()):
+            return [s for s in resampled.values() if s is not None]
         per_run = self.ours.per_run(side.name, metric, side.setting)
-        return [Sample(per_run[r], np.empty(0)) for r in runs if r in per_run]
+        scored = [r for r in runs if r in per_run]  # the runs the side's value is the mean of
+        if scored and all(resampled[r] is not None for r in scored):
+            # a run still going: the seeds scored so far have their texts, the others are not there yet
+            return [s for r in scored if (s := resampled[r]) is not None]
+        return [Sample(per_run[r], np.empty(0)) for r in scored]
 
     def paired(self, a: Side, b: Side) -> bool:
         """Whether A's and B's runs are the same seeds of one model (or of a model and its
