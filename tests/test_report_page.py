@@ -221,12 +221,15 @@ def test_landing_page_shows_the_claims_first(work, tmp_path):
     assert list(tables)[:2] == ["nmt-findings", "nmt-summary"], list(tables)
     header, *rows = tables["nmt-findings"]
     # headers in words, the claim, the paper's difference, ours with its interval and the verdict first
-    assert header[:5] == ["Claim", "Paper: A − B", "Ours: A − B [95% interval]", "Verdict", "Rows compared (A vs B)"]
+    assert header[:6] == ["Claim", "Paper: A − B", "Ours: A − B [95% interval]", "Seeds (A / B)", "Verdict",
+                          "Rows compared (A vs B)"]
     tested = [r for r in findings if r["verdict"] != "not tested"]
     shown = [dict(zip(header, r)) for r in rows]
     assert [r["Claim"] for r in shown[:len(tested)]] == [r["claim"] for r in tested]
     assert [r["Verdict"] for r in shown[:len(tested)]] == [r["verdict"] for r in tested]
     for csv_row, cell in zip(tested, shown):
+        # how many models each side is the mean of, as the CSV counts them
+        assert cell["Seeds (A / B)"] == f"{int(float(csv_row['runs_a']))} / {int(float(csv_row['runs_b']))}"
         # ours: the difference and its interval, as the CSV has them
         diff, low, high = (float(x) for x in re.findall(r"[+-]\d+\.\d+", cell["Ours: A − B [95% interval]"]))
         for shown_value, value in ((diff, csv_row["ours_diff"]), (low, csv_row["ci_low"]), (high, csv_row["ci_high"])):

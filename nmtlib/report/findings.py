@@ -62,7 +62,7 @@ from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU
 from nmtlib.report.significance import (FAILS, HOLDS, INCONCLUSIVE, METHOD, NO_VERDICT, UNTESTED, VERDICTS,
                                         Criterion, Interval, Pooled, Sample, Statistic, compare, pooled_seed_variance,
                                         resample_indices, verdict)
-from nmtlib.report.tables import TableHtml, assignments, smoke_header, write_table
+from nmtlib.report.tables import MISSING, TableHtml, assignments, smoke_header, write_table
 
 #: the registered metrics the claims compare (:data:`nmtlib.report.metrics.METRICS`)
 BLEU, BLEU_UNK, PPL, WINDOW = "bleu_before_unk_replace", "bleu_after_unk_replace", "test_ppl", "avg_window"
@@ -715,6 +715,15 @@ def seeds_wanted(df: pd.DataFrame, spec: ExperimentSpec, gap: float = CLOSE_GAP,
             if name in spec.variants and len(spec.seeds_of(name)) < seeds:
                 wanted.setdefault(name, []).append(r.claim)
     return wanted
+
+
+def seeds_cell(row: pd.Series) -> str:
+    """How many models each side of a findings row is the mean of, ``"A / B"`` (``runs_a`` /
+    ``runs_b``; an ensemble is one), a dash where the row does not say (an older report's)."""
+    a, b = row.get("runs_a"), row.get("runs_b")
+    if a is None or b is None or pd.isna(a) or pd.isna(b):
+        return MISSING
+    return f"{int(a)} / {int(b)}"
 
 
 def seeds_advice(wanted: dict[str, list[str]], gap: float = CLOSE_GAP, seeds: int = FIRM_SEEDS) -> str:

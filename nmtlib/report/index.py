@@ -21,7 +21,7 @@ import pandas as pd
 from nmtlib.atomic import atomic_write
 from nmtlib.files import read_lines
 from nmtlib.layout import Layout
-from nmtlib.report.findings import claim_name, counts
+from nmtlib.report.findings import claim_name, counts, seeds_cell
 from nmtlib.report.significance import NO_VERDICT, UNTESTED, VERDICTS
 from nmtlib.report.tables import MISSING
 from nmtlib.words import counted
@@ -37,15 +37,6 @@ def _signed(value: object, percent: bool = False) -> str:
     return f"{float(value):+.2f}" + ("%" if percent else "")
 
 
-def _seeds(r: pd.Series) -> str:
-    """How many models each side's number is the mean of (``runs_a`` / ``runs_b``; an ensemble is one),
-    a dash where the findings do not say (an older report's)."""
-    a, b = r.get("runs_a"), r.get("runs_b")
-    if a is None or b is None or pd.isna(a) or pd.isna(b):
-        return MISSING
-    return f"{int(a)} / {int(b)}"
-
-
 def finding_cells(r: pd.Series) -> dict[str, str]:
     """A findings row as the page shows it: paper | ours | 95% interval | seeds | verdict (window
     claims in percent)."""
@@ -53,7 +44,7 @@ def finding_cells(r: pd.Series) -> dict[str, str]:
     interval = (MISSING if pd.isna(r["ci_low"]) else
                 f"[{_signed(r['ci_low'], percent)}, {_signed(r['ci_high'], percent)}]")
     return {"paper": _signed(r["paper_diff"], percent), "ours": _signed(r["ours_diff"], percent),
-            "95% interval": interval, "seeds": _seeds(r), "verdict": r["verdict"]}
+            "95% interval": interval, "seeds": seeds_cell(r), "verdict": r["verdict"]}
 
 
 def published_table(folder: Path, name: str) -> Path:

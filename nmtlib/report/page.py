@@ -22,6 +22,7 @@ import pandas as pd
 
 from nmtlib.atomic import atomic_write
 from nmtlib.report.paper import FIGURES as PAPER_FIGURES
+from nmtlib.report.findings import seeds_cell
 from nmtlib.report.paper import TABLES
 from nmtlib.report.significance import UNTESTED
 from nmtlib.report.tables import VERDICT_CLASS, TableHtml
@@ -51,8 +52,8 @@ LANDING_TABLES = ("findings", "summary")
 
 #: the claims table's columns: header (in words) → how a findings row fills it; the verdict is in the
 #: first five, so that it is on screen without scrolling
-CLAIM_HEADERS = ("Claim", "Paper: A − B", "Ours: A − B [95% interval]", "Verdict", "Rows compared (A vs B)",
-                 "p-value", "Criterion", "Source")
+CLAIM_HEADERS = ("Claim", "Paper: A − B", "Ours: A − B [95% interval]", "Seeds (A / B)", "Verdict",
+                 "Rows compared (A vs B)", "p-value", "Criterion", "Source")
 
 # Scoped to the fragment, so the report's own page keeps its look. The `:has` rules lay out the
 # page that holds it: from the top left instead of centred (a centred page taller or wider than
@@ -108,7 +109,7 @@ def _cells(row: pd.Series) -> list[tuple[str, str]]:
     if ours != "—" and not pd.isna(row["ci_low"]):
         ours += f" [{_number(row['ci_low'], percent)}, {_number(row['ci_high'], percent)}]"
     p = "—" if pd.isna(row["p_value"]) else f"{float(row['p_value']):.3f}"
-    return [(str(row["claim"]), "long"), (_number(row["paper_diff"], percent), ""), (ours, ""),
+    return [(str(row["claim"]), "long"), (_number(row["paper_diff"], percent), ""), (ours, ""), (seeds_cell(row), ""),
             (str(row["verdict"]), VERDICT_CLASS.get(str(row["verdict"]), "")),
             (str(row["compared"] or ""), "long"), (p, ""), (str(row["criterion"]), "long"), (str(row["source"]), "")]
 
@@ -129,7 +130,7 @@ def claims_table(findings: pd.DataFrame) -> str:
                         + "</li>" for _, r in group.iterrows())
         count = counted(len(group), "claim")
         claims = f"<details><summary>{count}</summary><ul>{items}</ul></details>"
-        rows.append(f'<tr class="folded"><td class="long">{claims}</td><td>—</td><td>—</td>'
+        rows.append(f'<tr class="folded"><td class="long">{claims}</td><td>—</td><td>—</td><td>—</td>'
                     f'<td class="untested">{UNTESTED}</td><td class="long">{html.escape(str(reason))}</td>'
                     f"<td></td><td></td><td></td></tr>")
     head = "".join(f"<th>{html.escape(h)}</th>" for h in CLAIM_HEADERS)
