@@ -63,13 +63,14 @@ def samples_section(published: Layout[Path], summary: pd.DataFrame, source: Path
         if found:
             path, (run,) = min(found, key=lambda f: _run_order(f[1][0]))
             outputs.append((variant if run in ("seed1", "ensemble") else f"{variant} ({run})", read_lines(path)))
-    if not outputs:
+    picks = sample_sentences(src)
+    if not outputs or not picks:
         return []
     lines = ["### Sample translations", "",
              "Test sentences chosen by source length alone (never by a score): each variant's and ensemble's "
              "output as decoded at τ = ∞, before unknown-word replacement (what the tables' BLEU counts), "
              "from its first seed.", ""]
-    for i, why in sample_sentences(src):
+    for i, why in picks:
         rows = [{"": "source", "text": src[i]}, {"": "reference", "text": ref[i] if i < len(ref) else MISSING}]
         rows += [{"": name, "text": text[i] if i < len(text) else MISSING} for name, text in outputs]
         table = pd.DataFrame([{"": r[""], "text": markdown_text(r["text"]) or "(empty)"} for r in rows])
