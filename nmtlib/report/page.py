@@ -21,8 +21,8 @@ from pathlib import Path
 import pandas as pd
 
 from nmtlib.atomic import atomic_write
-from nmtlib.report.paper import FIGURES as PAPER_FIGURES
 from nmtlib.report.findings import seeds_cell
+from nmtlib.report.paper import FIGURES as PAPER_FIGURES
 from nmtlib.report.paper import TABLES
 from nmtlib.report.significance import UNTESTED
 from nmtlib.report.tables import VERDICT_CLASS, TableHtml
