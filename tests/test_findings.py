@@ -488,4 +488,22 @@ def test_the_report_names_the_variants_that_want_seeds(tmp_path, capsys):
     assert said in (tables / "findings.md").read_text(encoding="utf-8")
     spec.variant_seeds.update({n: [1, 2, 3] for n in ("flex", "rnnsearch", "flex-ft")})
     run_report(spec, tmp_path / "out")
-    assert "seeds" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "to firm up" not in err and "13 of 16 runs scored so far" in err  # the third seeds are not there yet
+
+
+def test_the_report_of_a_run_still_going_says_how_far_it_is(tmp_path, capsys):
+    """test_report's experiment: 6 variants of two seeds and one ensemble, 13 runs, every one scored;
+    without local-p's second seed, 12 of them."""
+    spec = make_experiment(tmp_path / "results")
+    run_report(spec, tmp_path / "out")
+    captured = capsys.readouterr()
+    said = json.loads(captured.out.splitlines()[-1])
+    assert (said["runs_scored"], said["runs"]) == (13, 13) and "so far" not in captured.err
+    shutil.rmtree(tmp_path / "results" / "scores" / "local-p" / "seed2")
+    run_report(spec, tmp_path / "out")
+    captured = capsys.readouterr()
+    said = json.loads(captured.out.splitlines()[-1])
+    assert (said["runs_scored"], said["runs"]) == (12, 13)
+    (line,) = [x for x in captured.err.splitlines() if "so far" in x]
+    assert line.startswith("unit: 12 of 13 runs scored so far") and "of the papers' claims, " in line

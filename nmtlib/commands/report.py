@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.errors import NmtlibError
     from nmtlib.layout import Layout
     from nmtlib.report import collect, figures
-    from nmtlib.report.findings import findings_table, seeds_advice, seeds_wanted, write_findings
+    from nmtlib.report.findings import findings_table, seeds_advice, seeds_wanted, verdict_summary, write_findings
     from nmtlib.report.page import claims_table, write_landing
     from nmtlib.report.paper import PaperRowError, figure_groups
     from nmtlib.report.tables import write_paper_tables, write_summary
@@ -126,10 +126,16 @@ def run(args: argparse.Namespace) -> int:
         with atomic_write(out.caption(name)) as f:
             f.write(figure.caption_rst())
     write_landing(landing, out.landing())
+    # the report of a run still going: how far it is, where the one reading the run looks
+    scored = int(pd.to_numeric(summary["runs"], errors="coerce").fillna(0).sum())
+    configured = sum(len(spec.runs(name)) for name in [*spec.variants, *spec.ensembles])
+    if scored < configured:
+        print(f"{spec.experiment}: {scored} of {configured} runs scored so far (every variant's seeds and every "
+              f"ensemble); of the papers' claims, {verdict_summary(findings)}", file=sys.stderr)
     wanted = seeds_wanted(findings, spec)
     if wanted:  # said where the one reading the run looks, beside the findings' header that says it too
         print(seeds_advice(wanted), file=sys.stderr)
     print(json.dumps({"tables": [str(out.table(t)) for t in written],
                       "figures": [str(out.figure(f)) for f in FIGURES], "landing": str(out.landing()),
-                      "variants": len(summary), "seeds_wanted": wanted}))
+                      "variants": len(summary), "runs_scored": scored, "runs": configured, "seeds_wanted": wanted}))
     return 0
