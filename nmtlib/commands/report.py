@@ -127,15 +127,15 @@ def run(args: argparse.Namespace) -> int:
             f.write(figure.caption_rst())
     write_landing(landing, out.landing())
     # the report of a run still going: how far it is, where the one reading the run looks
-    scored = int(pd.to_numeric(summary["runs"], errors="coerce").fillna(0).sum())
-    configured = sum(len(spec.runs(name)) for name in [*spec.variants, *spec.ensembles])
-    if scored < configured:
-        print(f"{spec.experiment}: {scored} of {configured} runs scored so far (every variant's seeds and every "
-              f"ensemble); of the papers' claims, {verdict_summary(findings)}", file=sys.stderr)
+    (models, planned), (ensembles, ensembles_planned) = collect.progress(spec)
+    if so_far := collect.progress_description(spec):
+        print(f"{spec.experiment}: {so_far.removeprefix('; ')}; of the papers' claims, {verdict_summary(findings)}",
+              file=sys.stderr)
     wanted = seeds_wanted(findings, spec)
     if wanted:  # said where the one reading the run looks, beside the findings' header that says it too
         print(seeds_advice(wanted), file=sys.stderr)
     print(json.dumps({"tables": [str(out.table(t)) for t in written],
                       "figures": [str(out.figure(f)) for f in FIGURES], "landing": str(out.landing()),
-                      "variants": len(summary), "runs_scored": scored, "runs": configured, "seeds_wanted": wanted}))
+                      "variants": len(summary), "runs_scored": models + ensembles,
+                      "runs": planned + ensembles_planned, "seeds_wanted": wanted}))
     return 0

@@ -149,15 +149,20 @@ def precision_description(spec: ExperimentSpec) -> str:
     return f"trained in {said[main]}" + "".join(f"; in {said[p]}: {', '.join(by[p])}" for p in others)
 
 
-def progress_description(spec: ExperimentSpec) -> str:
-    """For a report written before its run ends (``nmtlib report --config``): how many of the
-    planned models (each variant's seeds) and ensembles have their test translation scored, as
-    ``; scored so far: 5 of 20 models and 0 of 1 ensemble``; empty where every one has."""
+def progress(spec: ExperimentSpec) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(scored, planned) of the models (each variant's seeds) and of the ensembles: how many have
+    their test translation scored at τ = ∞."""
     def scored(names: list[str]) -> tuple[int, int]:
         runs = [(n, r) for n in names for r in spec.runs(n)]
         return sum(spec.scores(n, r, spec.settings[n][0]).exists() for n, r in runs), len(runs)
 
-    (models, planned), (ensembles, ensembles_planned) = scored(list(spec.variants)), scored(list(spec.ensembles))
+    return scored(list(spec.variants)), scored(list(spec.ensembles))
+
+
+def progress_description(spec: ExperimentSpec) -> str:
+    """For a report written before its run ends (``nmtlib report --config``): :func:`progress` as
+    ``; scored so far: 5 of 20 models and 0 of 1 ensemble``; empty where every one is scored."""
+    (models, planned), (ensembles, ensembles_planned) = progress(spec)
     if models == planned and ensembles == ensembles_planned:
         return ""
     both = f" and {ensembles} of {counted(ensembles_planned, 'ensemble')}" if ensembles_planned else ""
