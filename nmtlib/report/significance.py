@@ -278,7 +278,8 @@ METHOD = (
     "of the seed means (Welch; paired by seed for one model scored two ways); a side of one seed takes the seed "
     "variance pooled over the experiment's variants that have several, where there are any. A verdict holds when the criterion is "
     "met and the interval lies beyond 0 on the paper's side (for 'as good as', above the allowed loss); it does not "
-    "hold when no value of the interval meets the criterion; otherwise it is inconclusive. "
+    "hold when no value of the interval meets the criterion; otherwise it is inconclusive. Each interval is its own "
+    "claim's, with no correction for the number of claims: of twenty, about one can miss by chance. "
     f"Models stopped by train.max_steps give '{NO_VERDICT}'."
 )
 
