@@ -73,6 +73,6 @@ def samples_section(published: Layout[Path], summary: pd.DataFrame, source: Path
     for i, why in picks:
         rows = [{"": "source", "text": src[i]}, {"": "reference", "text": ref[i] if i < len(ref) else MISSING}]
         rows += [{"": name, "text": text[i] if i < len(text) else MISSING} for name, text in outputs]
-        table = pd.DataFrame([{"": r[""], "text": markdown_text(r["text"]) or "(empty)"} for r in rows])
+        table = pd.DataFrame([{"": markdown_text(r[""]), "text": markdown_text(r["text"]) or "(empty)"} for r in rows])
         lines += [f"Line {i + 1} ({why}):", "", table.to_markdown(index=False, disable_numparse=True), ""]
     return lines
