@@ -228,10 +228,11 @@ def test_the_page_says_where_and_at_which_commits_each_model_trained(tmp_path: P
     a, b = "a" * 40, "b" * 40
     (results / "models" / "base" / "seed1" / "env.json").write_text(json.dumps({
         "git_commit": b, "device": "cpu", "starts": [
-            {"step": 0, "git_commit": a, "changed_training_code": [], "processor": "CPU One",
-             "cpu_capability": "AVX2", "device": "cpu", "cuda_device": None},
-            {"step": 4885, "git_commit": b, "changed_training_code": ["nmtlib/train/trainer.py"],
-             "processor": "CPU Two", "cpu_capability": "AVX512", "device": "cpu", "cuda_device": None}]}))
+            {"step": 0, "at": "2026-12-06T02:03:11Z", "git_commit": a, "changed_training_code": [],
+             "processor": "CPU One", "cpu_capability": "AVX2", "device": "cpu", "cuda_device": None},
+            {"step": 4885, "at": "2026-12-08T10:41:59Z", "git_commit": b,
+             "changed_training_code": ["nmtlib/train/trainer.py"], "processor": "CPU Two",
+             "cpu_capability": "AVX512", "device": "cpu", "cuda_device": None}]}))
     (results / "models" / "local-p" / "seed1" / "env.json").write_text(json.dumps({"git_commit": a, "device": "cpu"}))
     code, out = publish(root)
     assert code == 0
@@ -241,6 +242,10 @@ def test_the_page_says_where_and_at_which_commits_each_model_trained(tmp_path: P
     (where,) = [line for line in lines if line.startswith("| processors |")]
     assert where == ("| processors | not recorded: 10 models; CPU One, AVX2: 1 model; CPU Two, AVX512: 1 model; "
                      "cpu (processor not recorded): 1 model (1 model resumed on another machine) |")
+    # when: base seed1's two starts, the only ones that record a time (12 models trained in all)
+    (when,) = [line for line in lines if line.startswith("| when |")]
+    assert when == ("| when | 2026-12-06 02:03 to 2026-12-08 10:41 UTC: the first and the last start of a model's "
+                    "training (2 starts of 1 model, 1 resume); 11 models without a record of when |")
     (changed,) = [line for line in lines if line.startswith("| uncommitted training code |")]
     assert "1 model started with uncommitted changes to `nmtlib/train/trainer.py`" in changed
     assert changed.endswith("(base seed1) |")

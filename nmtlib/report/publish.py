@@ -15,7 +15,7 @@ built only from what the run wrote:
   command that re-scores the best single model's row and prints its BLEU and chrF with their
   signatures, and a few test sentences with every model's output (:mod:`nmtlib.report.samples`);
 - per model the learning curve and the trainer's clock (its training log), the provenance (its
-  record: every start's commit and machine, parameters; :func:`nmtlib.provenance.starts`), the CPU time of the training job (Snakemake's benchmark
+  record: every start's commit, machine and time, parameters; :func:`nmtlib.provenance.starts`), the CPU time of the training job (Snakemake's benchmark
   file, :meth:`nmtlib.layout.Logs.benchmark`) and whether it resumed (its job log); the figures,
   shrunk to at most :data:`MAX_WIDTH` pixels, each with its caption (:data:`nmtlib.report.paper.FIGURES`).
 
@@ -429,6 +429,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         *([f"| training code | {code} |"] if code else []),
         f"| hardware | {hardware} |",
         f"| processors | {_machines(runs)} |",
+        *([f"| when | {when} |"] if (when := _when(runs)) else []),
         *([f"| uncommitted training code | {_changed_code(runs)} |"] if any(r.changed_code for r in runs) else []),
         f"| models | {len(runs)} trained, {sum(r.train_s or 0 for r in runs) / 3600:.2f} h of training in all |",
         *([f"| precision | {_precisions(runs)} |"] if any(r.precision for r in runs) else []),
@@ -504,6 +505,23 @@ def _machines(runs: list[ModelRun]) -> str:
     text = "; ".join(f"{m or 'not recorded'}: {counted(n, 'model')}" for m, n in counts.most_common())
     moved = sum(len(r.machines) > 1 for r in runs)
     return text + (f" ({counted(moved, 'model')} resumed on another machine)" if moved else "")
+
+
+def _when(runs: list[ModelRun]) -> str | None:
+    """When the models trained, as their records say (each start's ``at``, UTC): the first and the
+    last start of a training, how many starts and resumes; None where no record says."""
+    dated = [r for r in runs if any(isinstance(s.get("at"), str) for s in r.starts)]
+    if not dated:
+        return None
+    times = sorted(s["at"] for r in dated for s in r.starts if isinstance(s.get("at"), str))
+    first, last = (t.replace("T", " ")[:16] for t in (times[0], times[-1]))
+    starts_n = sum(len(r.starts) for r in dated)
+    text = (f"{first} to {last} UTC: the first and the last start of a model's training "
+            f"({counted(starts_n, 'start')} of {counted(len(dated), 'model')}, "
+            f"{counted(starts_n - len(dated), 'resume')})")
+    if len(dated) < len(runs):
+        text += f"; {counted(len(runs) - len(dated), 'model')} without a record of when"
+    return text
 
 
 def _changed_code(runs: list[ModelRun]) -> str:
