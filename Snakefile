@@ -2,7 +2,7 @@
 # One command regenerates every table and figure of an experiment:
 #     snakemake --cores all                       (embedded synthetic default, CPU, minutes)
 #     snakemake --cores all --configfile config/experiments/<name>.yaml
-#     snakemake --cores 8 --profile slurm         (a Slurm cluster with GPUs)
+#     snakemake --cores 8 --profile slurm --configfile config/experiments/<name>.yaml   (a Slurm cluster)
 from snakemake.utils import min_version
 
 min_version("9.0")
