@@ -347,9 +347,15 @@ def _merge(config: dict[str, Any], override: dict[str, Any]) -> None:
 
 
 def variant_seeds(config: dict[str, Any], name: str) -> list[int]:
-    """The seeds variant ``name`` is trained with: its own ``seeds``, else the experiment's. A
-    close comparison can take more seeds than the rest of the experiment (docs/experiments.md)."""
-    return list(config["variants"][name].get("seeds") or config["seeds"])
+    """The seeds variant ``name`` is trained with: its own ``seeds``; else, for a fine-tuning
+    (``finetune_from``), its parent's, one fine-tuning per parent model, which its claims pair seed by
+    seed with the parent; else the experiment's. A close comparison can take more seeds than the
+    rest of the experiment (docs/experiments.md)."""
+    variant = config["variants"][name]
+    if variant.get("seeds"):
+        return list(variant["seeds"])
+    parent = variant.get("finetune_from")
+    return variant_seeds(config, parent) if parent in config["variants"] else list(config["seeds"])
 
 
 def variant_spec(config: dict[str, Any], name: str) -> str:

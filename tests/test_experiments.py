@@ -341,3 +341,16 @@ def test_corrupted_cache_file_is_reported_and_never_used(tmp_path: Path) -> None
     out = tmp_path / "results" / "small-enja-corrupt"
     assert not (out / "corpus" / "download.json").exists()
     assert not (out / "corpus" / "train.tgt").exists() and not (out / "data").exists(), "nothing used the corrupt file"
+
+
+def test_a_fine_tuning_without_seeds_of_its_own_takes_its_parents() -> None:
+    """One fine-tuning per parent model: its claims pair each with the parent it started from (the
+    β window claim is relative and cannot be made unpaired), so a fine-tuned variant without
+    ``seeds`` takes its parent's, not the experiment's."""
+    from nmtlib.workflow_config import variant_seeds
+
+    config = {"seeds": [1], "variants": {"flex": {"seeds": [1, 2, 3]}, "flex-ft": {"finetune_from": "flex"},
+                                         "ft-own": {"finetune_from": "flex", "seeds": [2]}, "base": {}}}
+    assert variant_seeds(config, "flex-ft") == [1, 2, 3]
+    assert variant_seeds(config, "ft-own") == [2]
+    assert variant_seeds(config, "base") == [1]
