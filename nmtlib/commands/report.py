@@ -127,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
             f.write(figure.caption_rst())
     write_landing(landing, out.landing())
     # the report of a run still going: how far it is, where the one reading the run looks
-    (models, planned), (ensembles, ensembles_planned) = collect.progress(spec)
-    if so_far := collect.progress_description(spec):
+    done = collect.progress(spec)
+    (models, planned), (ensembles, ensembles_planned) = done
+    if so_far := collect.progress_description(spec, done):
         print(f"{spec.experiment}: {so_far.removeprefix('; ')}; of the papers' claims, {verdict_summary(findings)}",
               file=sys.stderr)
     wanted = seeds_wanted(findings, spec)

@@ -159,10 +159,12 @@ def progress(spec: ExperimentSpec) -> tuple[tuple[int, int], tuple[int, int]]:
     return scored(list(spec.variants)), scored(list(spec.ensembles))
 
 
-def progress_description(spec: ExperimentSpec) -> str:
-    """For a report written before its run ends (``nmtlib report --config``): :func:`progress` as
-    ``; scored so far: 5 of 20 models and 0 of 1 ensemble``; empty where every one is scored."""
-    (models, planned), (ensembles, ensembles_planned) = progress(spec)
+def progress_description(spec: ExperimentSpec,
+                         done: tuple[tuple[int, int], tuple[int, int]] | None = None) -> str:
+    """For a report written before its run ends (``nmtlib report --config``): :func:`progress` (``done``
+    where the caller has it) as ``; scored so far: 5 of 20 models and 0 of 1 ensemble``; empty where
+    every one is scored."""
+    (models, planned), (ensembles, ensembles_planned) = done or progress(spec)
     if models == planned and ensembles == ensembles_planned:
         return ""
     both = f" and {ensembles} of {counted(ensembles_planned, 'ensemble')}" if ensembles_planned else ""
