@@ -22,7 +22,7 @@ from sacrebleu.metrics.chrf import CHRF
 
 from nmtlib.report.findings import (FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED, counts, findings_table,
                                     seeds_wanted, verdict_summary)
-from test_report import TGT, make_experiment, run_report
+from test_report import TGT, _spans, make_experiment, run_report
 
 #: every other word wrong: a poor translation of test_report's references
 POOR = [" ".join(w if k % 2 == 0 else "x" for k, w in enumerate(t.split())) for t in TGT]
@@ -326,6 +326,55 @@ def test_a_run_still_going_resamples_the_seeds_scored_so_far(tmp_path):
     assert going.runs_b == one_seed.runs_b == 1 and going.ours_b == pytest.approx(sacre_bleu(POOR), abs=1e-4)
     assert not pd.isna(going.ci_low) and "no interval" not in str(going.note)
     assert (going.ci_low, going.ci_high, going.p_value) == (one_seed.ci_low, one_seed.ci_high, one_seed.p_value)
+
+
+def _set_window(root: Path, name: str, run: str, setting: str, window: float) -> None:
+    """One run's window at ``setting``: its score and every sentence's steps, as the fixture writes them."""
+    path = root / "scores" / name / run / f"test.{setting}.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "avg_window": window}))
+    details = root / "translations" / name / run / f"test.{setting}.jsonl"
+    rows = [json.loads(line) for line in details.read_text().splitlines()]
+    for d, steps in zip(rows, _spans(setting, window)):
+        d.update(scores_computed=int(sum(steps)), hypothesis_steps=len(steps), avg_window=sum(steps) / len(steps),
+                 window_per_step=steps)
+    details.write_text("".join(json.dumps(d) + "\n" for d in rows))
+
+
+def test_a_fine_tuned_model_pairs_with_its_parent_on_the_seeds_both_have_scored(tmp_path):
+    """flex narrows to 7.0 words at τ = 1.2 on seed 1 and to 8.0 on seed 2; flex-ft (6.0) has only
+    seed 1 scored, as in a run still going, or in a spec that gives it seed 1 alone. β fine-tuning's
+    window change is then seed 1's, (6 − 7) / 7 = −14.29%, not −20% (6.0 against flex's mean of 7.5),
+    with the interval of an experiment of seed 1 alone; flex's own value stays the mean of its two."""
+    root = tmp_path / "results"
+    spec = make_experiment(root)
+    _set_window(root, "flex", "seed2", "beam5.tau1.2", 8.0)
+    for folder in ("translations", "scores"):
+        shutil.rmtree(root / folder / "flex-ft" / "seed2")
+    claim = "β fine-tuning shrinks the window"
+    going = _claim(findings_table(spec), claim)
+    spec.variant_seeds.update({"flex-ft": [1]})  # a spec's own choice: used to stop the report unpaired
+    fewer = _claim(findings_table(spec), claim)
+    spec.variant_seeds.update({"flex": [1]})
+    one = _claim(findings_table(spec), claim)
+    for row in (going, fewer):
+        assert (row.ours_a, row.ours_b, row.ours_diff, row.runs_a, row.runs_b) == (6.0, 7.5, -14.29, 1, 2)
+        assert row.note.startswith("A − B over seed1 only, the runs scored on both sides (paired by seed)")
+        assert (row.ci_low, row.ci_high, row.p_value, row.verdict) == (one.ci_low, one.ci_high, one.p_value, one.verdict)
+    assert (one.ours_b, one.ours_diff) == (7.0, -14.29) and "paired by seed" not in str(one.note)
+    assert one.ci_high < 0 and one.verdict == HOLDS
+
+
+def test_paired_sides_with_no_seed_scored_on_both_wait_for_results(tmp_path):
+    """flex has only seed 1 scored and flex-ft only seed 2: nothing pairs yet, so the window claim
+    waits rather than setting one model against another."""
+    root = tmp_path / "results"
+    spec = make_experiment(root)
+    for name, run in (("flex", "seed2"), ("flex-ft", "seed1")):
+        for folder in ("translations", "scores"):
+            shutil.rmtree(root / folder / name / run)
+    row = _claim(findings_table(spec), "β fine-tuning shrinks the window")
+    assert row.verdict == UNTESTED and pd.isna(row.ours_diff) and pd.isna(row.ci_low)
+    assert (row.ours_a, row.ours_b) == (6.0, 7.0) and row.note.startswith("no seed scored on both sides yet")
 
 
 def test_findings_are_written_with_counts(tmp_path):

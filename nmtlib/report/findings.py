@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -235,12 +235,14 @@ class _Context:
             return None
         return stat, stat.sentences(values, self.refs)
 
-    def samples(self, side: Side, metric: str | None = None, keep: np.ndarray | None = None) -> list[Sample]:
+    def samples(self, side: Side, metric: str | None = None, keep: np.ndarray | None = None,
+                runs: Sequence[str] | None = None) -> list[Sample]:
         """Every run of ``side`` on ``metric`` (default: the side's), resampled over the test
-        sentences where its texts are there (``keep``: those sentences only), else its value alone."""
+        sentences where its texts are there (``keep``: those sentences only), else its value alone
+        (``runs``: these runs only, the seeds it is paired on)."""
         metric = metric or side.metric
         setting = side.setting or self.spec.settings[side.name][0]
-        runs = self.spec.runs(side.name)
+        runs = list(runs) if runs is not None else self.spec.runs(side.name)
         resampled = dict(zip(runs, (self._sample(side.name, r, setting, metric, keep) for r in runs)))
         if keep is not None or all(s is not None for s in resampled.values()):
             return [s for s in resampled.values() if s is not None]
@@ -251,11 +253,20 @@ class _Context:
             return [s for r in scored if (s := resampled[r]) is not None]
         return [Sample(per_run[r], np.empty(0)) for r in scored]
 
-    def paired(self, a: Side, b: Side) -> bool:
-        """Whether A's and B's runs are the same seeds of one model (or of a model and its
-        fine-tuned stage, seed for seed), so that the seed term is of the paired differences."""
-        same = a.name == b.name or self.spec.variants.get(a.name, {}).get("finetune_from") == b.name
-        return same and self.spec.runs(a.name) == self.spec.runs(b.name)
+    def pairs(self, a: Side, b: Side) -> bool:
+        """Whether A's and B's runs pair seed for seed: one model (two decoding settings, or before
+        and after unknown-word replacement), or a fine-tuned stage and the model it started from."""
+        return a.name == b.name or self.spec.variants.get(a.name, {}).get("finetune_from") == b.name
+
+    def paired_runs(self, a: Side, b: Side, metric_a: str, metric_b: str) -> list[str] | None:
+        """The runs A and B are compared on seed for seed (None: they do not pair): those both have
+        scored, so that a run still going, or a spec that gives one side fewer seeds, pairs the same
+        seeds on both sides and the seed term is of their differences."""
+        if not self.pairs(a, b):
+            return None
+        scored_a = self.ours.per_run(a.name, metric_a, a.setting)
+        scored_b = self.ours.per_run(b.name, metric_b, b.setting)
+        return [r for r in self.spec.runs(a.name) if r in scored_a and r in scored_b]
 
     def pooled(self, name: str, metric: str) -> Pooled | None:
         """The seed variance a one-seed side ``name`` takes on ``metric``: pooled over the
@@ -269,10 +280,40 @@ class _Context:
             self._pooled[metric] = pooled_seed_variance(groups)
         return self._pooled[metric]
 
-    def interval(self, a: Side, b: Side, metric_a: str, metric_b: str, relative: bool = False) -> Interval | None:
-        paired = self.paired(a, b)
-        pooled = (None, None) if paired or relative else (self.pooled(a.name, metric_a), self.pooled(b.name, metric_b))
-        return compare(self.samples(a, metric_a), self.samples(b, metric_b), paired, relative, pooled)
+    def difference(self, a: Side, b: Side, metric_a: str, metric_b: str,
+                   relative: bool = False) -> tuple[float | None, Interval | None, list[str] | None]:
+        """Our A − B on these metrics (``relative``: A's change against B, in percent), its 95%
+        interval, and the runs it pairs where they are fewer than a side has scored (else None).
+        Paired sides are compared on the seeds both have scored, the difference as well as its
+        interval, so the two always describe the same models; each side's own value stays the mean
+        of all its scored runs."""
+        runs = self.paired_runs(a, b, metric_a, metric_b)
+        if runs is None:
+            va, vb = self.ours.value(a.name, metric_a, a.setting), self.ours.value(b.name, metric_b, b.setting)
+            pooled = (None, None) if relative else (self.pooled(a.name, metric_a), self.pooled(b.name, metric_b))
+            return _change(va, vb, relative), compare(self.samples(a, metric_a), self.samples(b, metric_b),
+                                                      False, relative, pooled), None
+        per_run = (self.ours.per_run(a.name, metric_a, a.setting), self.ours.per_run(b.name, metric_b, b.setting))
+        va, vb = (round(float(np.mean([p[r] for r in runs])), 4) if runs else None for p in per_run)
+        interval = compare(self.samples(a, metric_a, runs=runs), self.samples(b, metric_b, runs=runs), True,
+                           relative) if runs else None
+        fewer = any(len(runs) < len(p) for p in per_run)
+        return _change(va, vb, relative), interval, runs if fewer else None
+
+
+def _change(a: float | None, b: float | None, relative: bool) -> float | None:
+    """A − B (``relative``: in percent of B), as the findings give it; None without both."""
+    if a is None or b is None:
+        return None
+    return _pct(a, b) if relative else round(a - b, 4)
+
+
+def _paired_note(runs: list[str]) -> str:
+    """Why a difference is not that of the two sides' values: it pairs only the seeds both have."""
+    if not runs:
+        return "no seed scored on both sides yet: no difference seed for seed"
+    return (f"A − B over {', '.join(runs)} only, the runs scored on both sides (paired by seed); each side's value "
+            "is the mean of its own runs")
 
 
 @dataclass(frozen=True)
@@ -339,8 +380,12 @@ def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None,
         absent = a.label() if va is None else b.label()
         out.update(verdict=UNTESTED, reason=NO_RESULTS, note="; ".join([f"no result for {absent} yet", *notes]))
         return out
-    diff = _pct(va, vb) if relative else round(va - vb, 4)
-    interval = ctx.interval(a, b, a.metric, b.metric, relative)
+    diff, interval, paired = ctx.difference(a, b, a.metric, b.metric, relative)
+    if paired is not None:
+        notes.append(_paired_note(paired))
+    if diff is None:
+        out.update(ours_diff=None, verdict=UNTESTED, reason=NO_RESULTS, note="; ".join(notes))
+        return out
     out.update(ours_diff=diff, **_interval_cells(interval), verdict=verdict(criterion, diff, interval))
     if interval is None:
         notes.append(_no_interval(a))
@@ -353,8 +398,9 @@ def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None,
         fa, fb = ctx.ours.value(a.name, ma.name, a.setting), ctx.ours.value(b.name, mb.name, b.setting)
         if fa is None or fb is None:
             continue
-        out.update({f"{family}_a": fa, f"{family}_b": fb, f"{family}_diff": round(fa - fb, 4),
-                    **_interval_cells(ctx.interval(a, b, ma.name, mb.name), f"{family}_")})
+        fdiff, finterval, _ = ctx.difference(a, b, ma.name, mb.name)
+        out.update({f"{family}_a": fa, f"{family}_b": fb, f"{family}_diff": fdiff,
+                    **_interval_cells(finterval, f"{family}_")})
     out["note"] = "; ".join(notes)
     return out
 
