@@ -98,6 +98,14 @@ def test_paired_seeds_use_the_spread_of_their_differences():
     assert compare(a, b).high - compare(a, b).low > 5 * (got.high - got.low)  # unpaired: the models' spread
 
 
+def test_paired_sides_of_unequal_runs_are_refused():
+    """Pairing three runs with two would drop one without a word (and pair whatever came in order)."""
+    a = [Sample(v, np.empty(0)) for v in (11.0, 22.0, 33.0)]
+    b = [Sample(v, np.empty(0)) for v in (10.0, 20.0)]
+    with pytest.raises(ValueError, match="A has 3, B 2"):
+        compare(a, b, paired=True)
+
+
 def test_relative_change_of_a_mean_over_sentences():
     """Shu's window: a mean over sentences, compared in percent. A scores half of B's positions on
     every sentence: −50% on the whole test set and on every resample."""

@@ -203,6 +203,8 @@ def compare(a: Sequence[Sample], b: Sequence[Sample], paired: bool = False, rela
     """
     if not a or not b:
         return None
+    if paired and len(a) != len(b):  # zip would drop the unpaired runs without a word
+        raise ValueError(f"paired sides need the same runs, seed for seed: A has {len(a)}, B {len(b)}")
     observed = float(_diff(np.mean([s.full for s in a]), np.mean([s.full for s in b]), relative))
     sentences = all(len(s.resampled) for s in (*a, *b))
     if sentences:
