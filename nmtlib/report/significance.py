@@ -277,7 +277,7 @@ METHOD = (
     "the metric's own sacreBLEU implementation: BLEU without tokenizer or smoothing on the tokenized text, as "
     "multi-bleu.perl; chrF; the window as a mean over sentences); where a side has several seeds, each resample "
     "averages its seeds, and the seeds' spread enters as Student-t noise with the standard error of the difference "
-    "of the seed means (Welch; paired by seed for one model scored two ways); a side of one seed takes the seed "
+    "of the seed means (Welch; paired by seed, on the seeds both sides have scored, for one model scored two ways or a fine-tuned model and its parent); a side of one seed takes the seed "
     "variance pooled over the experiment's variants that have several, where there are any. A verdict holds when the criterion is "
     "met and the interval lies beyond 0 on the paper's side (for 'as good as', above the allowed loss); it does not "
     "hold when no value of the interval meets the criterion; otherwise it is inconclusive. Each interval is its own "
