@@ -430,6 +430,7 @@ def test_rnnsearch_gain_by_length_splits_the_test_set_at_its_median(tmp_path):
             path.write_text("".join(f"{line}\n" for line in lines))
     r = _claim(findings_table(spec), "RNNsearch's gain over RNNencdec")
     assert (r.ours_a, r.ours_b, r.ours_diff) == (100.0, 0.0, 100.0)
+    assert (r.variant_a, r.runs_a, r.variant_b, r.runs_b) == ("rnnsearch", 2, "enc", 2)  # both seeds of each model
     assert "3 sentences of more than 7 source words" in r.note
     # resampled: a resample without a long sentence has no gain there (0); 6 draws miss all 3 long
     # sentences with probability 1/64, under the 2.5% the interval leaves out, so its low end is 100

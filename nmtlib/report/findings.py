@@ -544,20 +544,22 @@ def _rnnsearch(ctx: _Context) -> Iterator[dict[str, Any]]:
     yield _length_gain(ctx, a, b, missing)
 
 
-def _halves(ctx: _Context, a: str, b: str, metric: str, long_: np.ndarray) -> tuple[float, float, Interval | None]:
-    """(A − B on the long sentences, A − B on the rest, the interval of their difference): every
-    run of each side scored on each half of the test set, resampled over the whole test set."""
+def _halves(ctx: _Context, a: str, b: str, metric: str,
+            long_: np.ndarray) -> tuple[float, float, Interval | None, tuple[int, int]]:
+    """(A − B on the long sentences, A − B on the rest, the interval of their difference, the runs of
+    A and of B it takes): every run of each side scored on each half of the test set, resampled over
+    the whole test set."""
     sides = {}
     for name in (a, b):
         halves = [ctx.samples(Side(name), metric, keep) for keep in (long_, ~long_)]
         if not all(halves) or len(halves[0]) != len(halves[1]):
-            return math.nan, math.nan, None
+            return math.nan, math.nan, None, (0, 0)
         sides[name] = halves
     gain = [float(np.mean([s.full for s in sides[a][k]]) - np.mean([s.full for s in sides[b][k]])) for k in (0, 1)]
     # per run, the score on the long half minus that on the short one: A's minus B's is the claim's difference
     per_run = {n: [Sample(lo.full - sh.full, lo.resampled - sh.resampled) for lo, sh in zip(*sides[n])]
                for n in (a, b)}
-    return gain[0], gain[1], compare(per_run[a], per_run[b])
+    return gain[0], gain[1], compare(per_run[a], per_run[b]), (len(per_run[a]), len(per_run[b]))
 
 
 def _length_gain(ctx: _Context, a: str | None, b: str | None, missing: Missing) -> dict[str, Any]:
@@ -584,19 +586,21 @@ def _length_gain(ctx: _Context, a: str | None, b: str | None, missing: Missing) 
     if long_.all() or not long_.any():
         out.update(verdict=UNTESTED, reason=ONE_LENGTH, note="every test sentence has the same length")
         return out
-    gain_long, gain_short, interval = _halves(ctx, a, b, BLEU, long_)
+    gain_long, gain_short, interval, (runs_a, runs_b) = _halves(ctx, a, b, BLEU, long_)
     if math.isnan(gain_long):
         out.update(verdict=UNTESTED, reason=NO_RESULTS, note="no translations of both models yet")
         return out
     diff = round(gain_long - gain_short, 4)
+    # the seeds are those of the two models (A and B of `compared`), each half's gain the mean over them
     out.update(ours_a=round(gain_long, 4), ours_b=round(gain_short, 4), ours_diff=diff, **_interval_cells(interval),
+               variant_a=a, runs_a=runs_a, variant_b=b, runs_b=runs_b,
                verdict=NO_VERDICT if ctx.is_smoke(a) or ctx.is_smoke(b) else verdict(BETTER, diff, interval),
                note=f"A: BLEU gain on the {int(long_.sum())} sentences of more than {median:g} source words; B: on "
                     f"the other {int((~long_).sum())}; the paper shows this as a figure (no number)")
     for family in families():
         m = companion(BLEU, family)
         if m is not None:
-            fl, fs, fi = _halves(ctx, a, b, m.name, long_)
+            fl, fs, fi, _ = _halves(ctx, a, b, m.name, long_)
             if not math.isnan(fl):
                 out.update({f"{family}_a": round(fl, 4), f"{family}_b": round(fs, 4),
                             f"{family}_diff": round(fl - fs, 4), **_interval_cells(fi, f"{family}_")})
