@@ -363,6 +363,22 @@ def test_findings_beside_another_experiments(tmp_path: Path) -> None:
     assert code == 0
     assert {p: p.read_bytes() for p in published.rglob("*") if p.is_file()} == before
     assert again.read_text(encoding="utf-8").split("## Beside `unit-back`")[1].split("\n## ")[0] == section
+    # a page published before the findings counted each side's models (no runs_a / runs_b): its seeds come
+    # from the summary beside it, the runs of the variant each side of `compared` names (here 2 / 2, the
+    # fixture's two seeds, as the page's own row says)
+    old = pd.read_csv(published / "findings.csv").drop(columns=["runs_a", "runs_b"])
+    old.to_csv(published / "findings.csv", index=False)
+    summary = pd.read_csv(results / "tables" / "summary.csv")
+    summary.to_csv(published / "summary.csv", index=False)
+    code, third = publish(root, "--beside", str(published))
+    assert code == 0 and third.read_text(encoding="utf-8").split("## Beside `unit-back`")[1].split("\n## ")[0] == section
+    assert rows[1][5] == rows[2][5] == "2 / 2"
+    (published / "summary.csv").unlink()  # and without a summary beside it, the seeds stay unknown
+    code, fourth = publish(root, "--beside", str(published))
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in
+            fourth.read_text(encoding="utf-8").split("## Beside `unit-back`")[1].split("\n## ")[0].splitlines()
+            if line.startswith("|") and not line.startswith("|:")]
+    assert code == 0 and rows[1][5] == "2 / 2" and rows[2][5] == "—"
     # an experiment without a report is one line naming it
     run = subprocess.run([sys.executable, "-m", "nmtlib", "publish", "--results", str(results), "--out",
                           str(out), "--command", "x", "--hardware", "y", "--beside", str(root / "results" / "none")],

@@ -13,6 +13,7 @@ in one direction.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -62,6 +63,28 @@ def findings_of(folder: Path) -> Path:
             return path
     raise FileNotFoundError(f"{results} does not exist, nor a published page's {page.name} in {folder}: run that "
                             f"experiment's report first, or name its page's folder (--beside {folder})")
+
+
+#: a findings row's two sides as ``compared`` names them: "A: <name>[ (<setting>)] vs B: <name>[ (<setting>)]…"
+_COMPARED = re.compile(r"^A: (?P<a>\S+)(?: \([^)]*\))? vs B: (?P<b>\S+)(?: \([^)]*\))?(?:;|$)")
+
+
+def read_findings(folder: Path) -> pd.DataFrame:
+    """Another experiment's findings (:func:`findings_of`). A page published before the findings counted
+    each side's models (no ``runs_a`` / ``runs_b``) takes them from the summary published beside it:
+    the runs of the variant or ensemble each side of ``compared`` names (a side decoded at another τ is
+    the same models); a side it does not find stays unknown."""
+    path = findings_of(folder)
+    findings = pd.read_csv(path)
+    summary = path.with_name("summary.csv")
+    if {"runs_a", "runs_b"} <= set(findings.columns) or "compared" not in findings.columns or not summary.exists():
+        return findings
+    runs = {str(v): int(r) for v, r in pd.read_csv(summary)[["variant", "runs"]].itertuples(index=False)
+            if not pd.isna(r)}
+    sides = findings["compared"].map(lambda c: _COMPARED.match(c) if isinstance(c, str) else None)
+    for side in ("a", "b"):
+        findings[f"runs_{side}"] = [runs.get(m[side]) if m else None for m in sides]
+    return findings
 
 
 def _tested_claims(findings: Iterable[pd.DataFrame]) -> list[str]:
@@ -114,7 +137,7 @@ def results_index(folder: Path) -> Path:
         summary, findings = (published_table(folder / page.stem, name) for name in ("summary", "findings"))
         if summary.exists() and findings.exists():
             title = next((line[2:].strip() for line in read_lines(page) if line.startswith("# ")), page.stem)
-            pages[page.stem] = (title, pd.read_csv(summary), pd.read_csv(findings))
+            pages[page.stem] = (title, pd.read_csv(summary), read_findings(folder / page.stem))
     shown = [v for v in VERDICTS if v != NO_VERDICT or any(counts(f)[v] for _, _, f in pages.values())]
     lines = ["# Reference results", "",
              f"Every page in `{folder.name}/` is one experiment, trained and published with `nmtlib publish`; this index "

@@ -52,7 +52,7 @@ from nmtlib.origin import TRAINER, training_code
 from nmtlib.provenance import machine, starts
 from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
 from nmtlib.report.findings import CRITERIA, verdict_summary
-from nmtlib.report.index import (PAGE_BLEU, beside_section, finding_cells, findings_of, published_table,
+from nmtlib.report.index import (PAGE_BLEU, beside_section, finding_cells, published_table, read_findings,
                                  results_index)
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
 from nmtlib.report.paper import FIGURES, TABLES
@@ -448,7 +448,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     if beside:
         others = {}
         for other in beside:  # not ``folder``: that is this page's own, where its files go below
-            others[other.name] = pd.read_csv(findings_of(other))
+            others[other.name] = read_findings(other)
         lines += beside_section({experiment: findings, **others})
     shown = [c for col in SUMMARY_SHOWN for c in (col, f"{col}_sd") if c in summary.columns]
     lines += ["## Summary", "", "One row per variant and ensemble, decoded at τ = ∞; means over seeds ± their "
