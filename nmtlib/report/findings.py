@@ -12,7 +12,7 @@ Every comparison has the 95% interval of A − B and its p-value (``ci_low``, ``
 seeds, their spread (:mod:`nmtlib.report.significance`); the window claims are bootstrapped over
 sentences the same way. ``ours_a`` and ``ours_b`` are means over seeds with their standard
 deviations (``ours_a_sd``, ``ours_b_sd``), over ``runs_a`` and ``runs_b`` runs of the variants
-``variant_a`` and ``variant_b``. The verdict (``criterion`` states it per row):
+``variant_a`` and ``variant_b`` (each side's runs, values and resamples: :mod:`nmtlib.report.evidence`). The verdict (``criterion`` states it per row):
 
 - ``holds``: the paper's direction and criterion met, the interval beyond 0 on the paper's side;
 - ``does not hold``: no value of the interval meets the criterion;
@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -56,17 +56,14 @@ import numpy as np
 import pandas as pd
 
 from nmtlib.report.collect import (ExperimentSpec, Ours, attention_label, data_description, gated,
-                                   runs_description, smoke_models, test_sentences)
-from nmtlib.report.metrics import METRICS, Metric, RunFiles, companion, metrics_in, over_sentences, reference_lines
+                                   runs_description, test_sentences)
+from nmtlib.report.evidence import BLEU, BLEU_UNK, PPL, WINDOW, Evidence, Side, paired_note, pct
+from nmtlib.report.metrics import METRICS, companion, metrics_in, over_sentences
 from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperRow, PaperTable
 from nmtlib.report.significance import (FAILS, HOLDS, INCONCLUSIVE, METHOD, NO_VERDICT, UNTESTED, VERDICTS,
-                                        Criterion, Interval, Pooled, Sample, Statistic, compare, pooled_seed_variance,
-                                        resample_indices, verdict)
-from nmtlib.report.tables import MISSING, TableHtml, assignments, smoke_header, write_table
+                                        Criterion, Interval, Sample, compare, verdict)
+from nmtlib.report.tables import MISSING, TableHtml, smoke_header, write_table
 
-#: the registered metrics the claims compare (:data:`nmtlib.report.metrics.METRICS`)
-BLEU, BLEU_UNK, PPL, WINDOW = "bleu_before_unk_replace", "bleu_after_unk_replace", "test_ppl", "avg_window"
-DEV_PPL = "dev_ppl"
 #: what unknown-word replacement had to work with (:mod:`nmtlib.metrics.unknowns`), in the unk claim's note
 UNK_WORDS, UNK_HITS = "unk_words", "unk_replaced_in_reference"
 
@@ -133,18 +130,6 @@ def columns() -> list[str]:
     return [*BASE_COLUMNS, *(f"{family}_{part}" for family in families() for part in FAMILY_PARTS)]
 
 
-@dataclass(frozen=True)
-class Side:
-    """One side of a comparison: a variant (or ensemble) decoded with one setting, and a metric."""
-
-    name: str
-    setting: str | None = None  #: decoding setting (None: the name's first, τ = ∞)
-    metric: str = BLEU  #: a registered metric
-
-    def label(self) -> str:
-        return self.name if self.setting is None else f"{self.name} ({self.setting})"
-
-
 def metric_label(a: Side | None, b: Side | None, metric: str | None = None) -> str:
     """The ``metric`` column: the metric of both sides in words, or of each side where they differ."""
     def words(name: str) -> str:
@@ -158,169 +143,11 @@ def metric_label(a: Side | None, b: Side | None, metric: str | None = None) -> s
     return words(side.metric if side else BLEU)
 
 
-class _Context:
-    """What every claim needs: the spec, our numbers, the paper-row mapping, the smoke-run models
-    and the bootstrap's resamples of each run (computed once per run and metric)."""
-
-    def __init__(self, spec: ExperimentSpec, ours: Ours):
-        self.spec, self.ours = spec, ours
-        self.mapped = assignments(spec)
-        self.shu_columns, self.shu_direction = _shu_direction(spec)
-        self.smoke = smoke_models(spec)
-        self.refs = reference_lines(spec.layout)
-        self.idx = resample_indices(len(self.refs)) if self.refs else None
-        self._samples: dict[tuple, Sample | None] = {}
-        self._stats: dict[tuple, tuple[Statistic, np.ndarray] | None] = {}
-        self._pooled: dict[str, Pooled | None] = {}
-
-    def mapped_to(self, table: PaperTable, key: str) -> str | None:
-        names = self.mapped.get(table.name, {}).get(key) or []
-        return names[0] if names else None
-
-    def value(self, side: Side) -> float | None:
-        return self.ours.value(side.name, side.metric, side.setting)
-
-    def sd(self, side: Side) -> float | None:
-        return self.ours.sd(side.name, side.metric, side.setting)
-
-    def is_smoke(self, name: str) -> bool:
-        """Whether ``name``'s models (an ensemble's members') were stopped by ``train.max_steps``."""
-        return any(n in self.smoke for n in self.spec.ensembles.get(name, [name]))
-
-    def variants_where(self, test: Callable[[dict[str, Any]], bool]) -> list[str]:
-        return [n for n, v in self.spec.variants.items() if test(v)]
-
-    def best(self, names: list[str]) -> str | None:
-        """The one of ``names`` with the lowest dev perplexity (mean over its runs), the criterion
-        each model's epoch was kept by; never a test score, so no side of a claim is chosen on the
-        set that judges it. None where none has a dev perplexity (an ensemble has none)."""
-        scored = [(self.ours.value(n, DEV_PPL), n) for n in names]
-        scored = [(v, n) for v, n in scored if v is not None]
-        return min(scored)[1] if scored else None
-
-    def setting(self, name: str, tau: float | None) -> str | None:
-        return self.ours.setting(name, tau)
-
-    def _sample(self, name: str, run: str, setting: str, metric: str, keep: np.ndarray | None) -> Sample | None:
-        """One run's score and resampled scores on ``metric`` (None: its texts are missing)."""
-        key = (name, run, setting, metric, None if keep is None else keep.tobytes())
-        if key not in self._samples:
-            rows = self._statistics(name, run, setting, metric)
-            self._samples[key] = None if rows is None else Sample(rows[0].full(rows[1], keep),
-                                                                  rows[0].resampled(rows[1], self.idx, keep))
-        return self._samples[key]
-
-    def _statistics(self, name: str, run: str, setting: str, metric: str) -> tuple[Statistic, np.ndarray] | None:
-        """One run's per-sentence statistics on ``metric``, read once whatever sentences a claim
-        keeps (None: its files are missing, or not one row per test sentence)."""
-        key = (name, run, setting, metric)
-        if key not in self._stats:
-            self._stats[key] = self._read_rows(METRICS[metric], RunFiles(self.spec.layout, name, run, setting))
-        return self._stats[key]
-
-    def _read_rows(self, m: Metric, files: RunFiles) -> tuple[Statistic, np.ndarray] | None:
-        if self.refs is None:
-            return None
-        text = Statistic.of_text(m) if m.text else None
-        values: Any
-        if text is not None:  # the same rows as `nmtlib compare` takes of two files
-            stat, values = text, files.hypotheses(m.text)
-        elif m.sentences is not None:
-            stat, values = Statistic(), m.sentences(files)
-        elif m.sums is not None:
-            stat, values = Statistic(of_sums=m.of_sums), m.sums(files)
-        else:
-            return None
-        if values is None or len(values) != len(self.refs):
-            return None
-        return stat, stat.sentences(values, self.refs)
-
-    def samples(self, side: Side, metric: str | None = None, keep: np.ndarray | None = None,
-                runs: Sequence[str] | None = None) -> list[Sample]:
-        """Every run of ``side`` on ``metric`` (default: the side's), resampled over the test
-        sentences where its texts are there (``keep``: those sentences only), else its value alone
-        (``runs``: these runs only, the seeds it is paired on)."""
-        metric = metric or side.metric
-        setting = side.setting or self.spec.settings[side.name][0]
-        runs = list(runs) if runs is not None else self.spec.runs(side.name)
-        resampled = dict(zip(runs, (self._sample(side.name, r, setting, metric, keep) for r in runs)))
-        if keep is not None or all(s is not None for s in resampled.values()):
-            return [s for s in resampled.values() if s is not None]
-        per_run = self.ours.per_run(side.name, metric, side.setting)
-        scored = [r for r in runs if r in per_run]  # the runs the side's value is the mean of
-        if scored and all(resampled[r] is not None for r in scored):
-            # a run still going: the seeds scored so far have their texts, the others are not there yet
-            return [s for r in scored if (s := resampled[r]) is not None]
-        return [Sample(per_run[r], np.empty(0)) for r in scored]
-
-    def pairs(self, a: Side, b: Side) -> bool:
-        """Whether A's and B's runs pair seed for seed: one model (two decoding settings, or before
-        and after unknown-word replacement), or a fine-tuned stage and the model it started from."""
-        return a.name == b.name or self.spec.variants.get(a.name, {}).get("finetune_from") == b.name
-
-    def paired_runs(self, a: Side, b: Side, metric_a: str, metric_b: str) -> list[str] | None:
-        """The runs A and B are compared on seed for seed (None: they do not pair): those both have
-        scored, so that a run still going, or a spec that gives one side fewer seeds, pairs the same
-        seeds on both sides and the seed term is of their differences."""
-        if not self.pairs(a, b):
-            return None
-        scored_a = self.ours.per_run(a.name, metric_a, a.setting)
-        scored_b = self.ours.per_run(b.name, metric_b, b.setting)
-        return [r for r in self.spec.runs(a.name) if r in scored_a and r in scored_b]
-
-    def pooled(self, name: str, metric: str) -> Pooled | None:
-        """The seed variance a one-seed side ``name`` takes on ``metric``: pooled over the
-        experiment's variants with several seeds (their scored runs at τ = ∞); None for an ensemble,
-        whose spread is not a single model's."""
-        if name in self.spec.ensembles:
-            return None
-        if metric not in self._pooled:
-            groups = [list(self.ours.per_run(n, metric).values()) for n in self.spec.variants
-                      if len(self.spec.runs(n)) > 1]
-            self._pooled[metric] = pooled_seed_variance(groups)
-        return self._pooled[metric]
-
-    def difference(self, a: Side, b: Side, metric_a: str, metric_b: str,
-                   relative: bool = False) -> tuple[float | None, Interval | None, list[str] | None]:
-        """Our A − B on these metrics (``relative``: A's change against B, in percent), its 95%
-        interval, and the runs it pairs where they are fewer than a side has scored (else None).
-        Paired sides are compared on the seeds both have scored, the difference as well as its
-        interval, so the two always describe the same models; each side's own value stays the mean
-        of all its scored runs."""
-        runs = self.paired_runs(a, b, metric_a, metric_b)
-        if runs is None:
-            va, vb = self.ours.value(a.name, metric_a, a.setting), self.ours.value(b.name, metric_b, b.setting)
-            pooled = (None, None) if relative else (self.pooled(a.name, metric_a), self.pooled(b.name, metric_b))
-            return _change(va, vb, relative), compare(self.samples(a, metric_a), self.samples(b, metric_b),
-                                                      False, relative, pooled), None
-        per_run = (self.ours.per_run(a.name, metric_a, a.setting), self.ours.per_run(b.name, metric_b, b.setting))
-        va, vb = (round(float(np.mean([p[r] for r in runs])), 4) if runs else None for p in per_run)
-        interval = compare(self.samples(a, metric_a, runs=runs), self.samples(b, metric_b, runs=runs), True,
-                           relative) if runs else None
-        fewer = any(len(runs) < len(p) for p in per_run)
-        return _change(va, vb, relative), interval, runs if fewer else None
-
-
-def _change(a: float | None, b: float | None, relative: bool) -> float | None:
-    """A − B (``relative``: in percent of B), as the findings give it; None without both."""
-    if a is None or b is None:
-        return None
-    return _pct(a, b) if relative else round(a - b, 4)
-
-
-def _paired_note(runs: list[str]) -> str:
-    """Why a difference is not that of the two sides' values: it pairs only the seeds both have."""
-    if not runs:
-        return "no seed scored on both sides yet: no difference seed for seed"
-    return (f"A − B over {', '.join(runs)} only, the runs scored on both sides (paired by seed); each side's value "
-            "is the mean of its own runs")
-
-
 @dataclass(frozen=True)
 class Claim:
     claim: str
     source: str
-    rows: Callable[[_Context], Iterator[dict[str, Any]]]
+    rows: Callable[[Evidence], Iterator[dict[str, Any]]]
 
 
 def _rows(table: PaperTable, *keys: str) -> list[PaperRow]:
@@ -334,10 +161,6 @@ def _unmapped(table: PaperTable, *pairs: tuple[PaperRow, str | None]) -> Missing
     return Missing(NO_ROWS, " and ".join(f"no variant regenerates {table.paper.split()[0]} {table.table} "
                                          f"{r.label!r} (paper_row: {{{table.name}: {r.key}}})"
                                          for r, name in pairs if name is None))
-
-
-def _pct(x: float | None, y: float | None) -> float | None:
-    return None if x is None or y is None or not y else round(100 * (x - y) / y, 2)
 
 
 def _interval_cells(interval: Interval | None, prefix: str = "") -> dict[str, Any]:
@@ -356,7 +179,7 @@ def _no_interval(a: Side) -> str:
     return f"no interval: {what} to resample are missing, and the seeds' spread needs two runs"
 
 
-def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None, paper_a: float | None,
+def _row(ctx: Evidence, claim: str, source: str, a: Side | None, b: Side | None, paper_a: float | None,
          paper_b: float | None, criterion: Criterion, missing: Missing | None = None, note: str = "",
          paper_diff: float | None = None, metric: str | None = None, relative: bool = False) -> dict[str, Any]:
     """One findings row comparing A with B (``missing``: why a side is absent; ``relative``: A's
@@ -365,7 +188,7 @@ def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None,
     out.update(claim=claim, source=source, metric=metric_label(a, b, metric), paper_a=paper_a, paper_b=paper_b,
                criterion=criterion.rule())
     if paper_diff is None and paper_a is not None and paper_b is not None:
-        paper_diff = _pct(paper_a, paper_b) if relative else round(paper_a - paper_b, 4)
+        paper_diff = pct(paper_a, paper_b) if relative else round(paper_a - paper_b, 4)
     out["paper_diff"] = paper_diff
     notes = [note] if note else []
     if a is None or b is None:
@@ -382,7 +205,7 @@ def _row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None,
         return out
     diff, interval, paired = ctx.difference(a, b, a.metric, b.metric, relative)
     if paired is not None:
-        notes.append(_paired_note(paired))
+        notes.append(paired_note(paired))
     if diff is None:
         out.update(ours_diff=None, verdict=UNTESTED, reason=NO_RESULTS, note="; ".join(notes))
         return out
@@ -409,7 +232,7 @@ def _luong_chain(a_key: str, b_key: str, claim: str) -> Claim:
     """A step of Luong Table 1's chain: row ``a_key`` adds one thing to row ``b_key``."""
     table = LUONG_TABLE1
 
-    def rows(ctx: _Context) -> Iterator[dict[str, Any]]:
+    def rows(ctx: Evidence) -> Iterator[dict[str, Any]]:
         pa, pb = _rows(table, a_key, b_key)
         na, nb = ctx.mapped_to(table, a_key), ctx.mapped_to(table, b_key)
         yield _row(ctx, claim, f"{table.citation}", Side(na) if na else None, Side(nb) if nb else None,
@@ -418,7 +241,7 @@ def _luong_chain(a_key: str, b_key: str, claim: str) -> Claim:
     return Claim(claim, table.citation, rows)
 
 
-def _attention_vs_none(ctx: _Context) -> Iterator[dict[str, Any]]:
+def _attention_vs_none(ctx: Evidence) -> Iterator[dict[str, Any]]:
     claim = "Attention gives a large gain over the same kind of model without attention"
     pa, pb = _rows(LUONG_TABLE1, "global-location", "dropout")
     a, b = ctx.mapped_to(LUONG_TABLE1, "global-location"), ctx.mapped_to(LUONG_TABLE1, "dropout")
@@ -434,7 +257,7 @@ def _attention_vs_none(ctx: _Context) -> Iterator[dict[str, Any]]:
                Missing(NO_VARIANT, "needs a Luong-architecture variant with attention and one without"), note)
 
 
-def _table4_pairs(ctx: _Context) -> Iterator[dict[str, Any]]:
+def _table4_pairs(ctx: Evidence) -> Iterator[dict[str, Any]]:
     """Luong Table 4: within each mechanism, every pair of scores the paper has BLEU for (the
     paper's better one as A), and concat against the others by perplexity (footnote 15)."""
     groups: dict[str, list[PaperRow]] = {}
@@ -460,7 +283,7 @@ def _table4_pairs(ctx: _Context) -> Iterator[dict[str, Any]]:
                pb.values["bleu"], NOT_WORSE, _unmapped(LUONG_TABLE4, (pa, a), (pb, b)))
 
 
-def _scored_pair(ctx: _Context, a: PaperRow, b: PaperRow, metric: str) -> dict[str, Any]:
+def _scored_pair(ctx: Evidence, a: PaperRow, b: PaperRow, metric: str) -> dict[str, Any]:
     na, nb = ctx.mapped_to(LUONG_TABLE4, a.key), ctx.mapped_to(LUONG_TABLE4, b.key)
     missing = _unmapped(LUONG_TABLE4, (a, na), (b, nb))
     if metric == BLEU:
@@ -474,7 +297,7 @@ def _scored_pair(ctx: _Context, a: PaperRow, b: PaperRow, metric: str) -> dict[s
                 Criterion(0.0, True, "A − B > 0 (B's perplexity is lower)"), missing, metric=PPL)
 
 
-def _unk_replacement(ctx: _Context) -> Iterator[dict[str, Any]]:
+def _unk_replacement(ctx: Evidence) -> Iterator[dict[str, Any]]:
     claim = "Unknown-word replacement raises BLEU"
     pa, pb = _rows(LUONG_TABLE1, "unk", "local-p-general-feed")
     name = ctx.mapped_to(LUONG_TABLE1, "unk")
@@ -498,7 +321,7 @@ def _unk_replacement(ctx: _Context) -> Iterator[dict[str, Any]]:
                pb.values["bleu"], BETTER, Missing(NO_VARIANT, "needs an attentional variant"), note)
 
 
-def _unknowns(ctx: _Context, name: str | None) -> str:
+def _unknowns(ctx: Evidence, name: str | None) -> str:
     """What replacement had to work with in ``name``'s output (means over its runs), or ""."""
     unknown = ctx.ours.value(name, UNK_WORDS) if name else None
     if unknown is None:
@@ -508,7 +331,7 @@ def _unknowns(ctx: _Context, name: str | None) -> str:
     return f"{unknown:.2f}% of the output words are unknown{replaced}"
 
 
-def _ensembles(ctx: _Context) -> Iterator[dict[str, Any]]:
+def _ensembles(ctx: Evidence) -> Iterator[dict[str, Any]]:
     claim = "An ensemble beats its best member"
     pa, pb = _rows(LUONG_TABLE1, "ensemble", "unk")
     note = ("B: the member of lowest dev perplexity; both sides before unknown-word replacement (the paper's rows "
@@ -523,7 +346,7 @@ def _ensembles(ctx: _Context) -> Iterator[dict[str, Any]]:
                    pb.values["bleu"], BETTER, Missing(NO_RESULTS, f"no result for any member of {name} yet"), note)
 
 
-def _rnnsearch_sides(ctx: _Context) -> tuple[str | None, str | None, str]:
+def _rnnsearch_sides(ctx: Evidence) -> tuple[str | None, str | None, str]:
     a, b = ctx.mapped_to(BAHDANAU_TABLE1, "rnnsearch-50"), ctx.mapped_to(BAHDANAU_TABLE1, "rnnencdec-50")
     if a is not None and b is not None:
         return a, b, ""
@@ -534,7 +357,7 @@ def _rnnsearch_sides(ctx: _Context) -> tuple[str | None, str | None, str]:
                   "perplexity where there are several)")
 
 
-def _rnnsearch(ctx: _Context) -> Iterator[dict[str, Any]]:
+def _rnnsearch(ctx: Evidence) -> Iterator[dict[str, Any]]:
     pa, pb = _rows(BAHDANAU_TABLE1, "rnnsearch-50", "rnnencdec-50")
     a, b, note = _rnnsearch_sides(ctx)
     missing = Missing(NO_VARIANT, "needs an RNNsearch variant and an RNNencdec variant (arch: rnnsearch, "
@@ -544,7 +367,7 @@ def _rnnsearch(ctx: _Context) -> Iterator[dict[str, Any]]:
     yield _length_gain(ctx, a, b, missing)
 
 
-def _halves(ctx: _Context, a: str, b: str, metric: str,
+def _halves(ctx: Evidence, a: str, b: str, metric: str,
             long_: np.ndarray) -> tuple[float, float, Interval | None, tuple[int, int]]:
     """(A − B on the long sentences, A − B on the rest, the interval of their difference, the runs of
     A and of B it takes): every run of each side scored on each half of the test set, resampled over
@@ -562,7 +385,7 @@ def _halves(ctx: _Context, a: str, b: str, metric: str,
     return gain[0], gain[1], compare(per_run[a], per_run[b]), (len(per_run[a]), len(per_run[b]))
 
 
-def _length_gain(ctx: _Context, a: str | None, b: str | None, missing: Missing) -> dict[str, Any]:
+def _length_gain(ctx: Evidence, a: str | None, b: str | None, missing: Missing) -> dict[str, Any]:
     """Bahdanau Fig. 2: RNNsearch's advantage grows with sentence length. Ours: the test set split
     at its median source length; A − B on the longer half minus A − B on the rest, each half
     scored with tokenized BLEU (sacreBLEU's, as multi-bleu.perl), the mean over each side's runs.
@@ -620,12 +443,12 @@ def _shu_direction(spec: ExperimentSpec) -> tuple[str, str]:
     return "de_en_", "De→En"
 
 
-def _shu_value(row_key: str, ctx: _Context, metric: str) -> float | None:
+def _shu_value(row_key: str, ctx: Evidence, metric: str) -> float | None:
     (row,) = _rows(SHU_TABLE1, row_key)
-    return row.values.get(ctx.shu_columns + metric)
+    return row.values.get(_shu_direction(ctx.spec)[0] + metric)
 
 
-def _shu_sides(ctx: _Context) -> tuple[str | None, str | None, str | None, str]:
+def _shu_sides(ctx: Evidence) -> tuple[str | None, str | None, str | None, str]:
     """(global baseline, Flexible Attention, fine-tuned) of Shu's architecture, through paper_row
     or the variants' properties (Flexible Attention: a gated mechanism); and a note on how they were found."""
     g = ctx.mapped_to(SHU_TABLE1, "global")
@@ -648,8 +471,8 @@ def _shu_sides(ctx: _Context) -> tuple[str | None, str | None, str | None, str]:
     return g, f, ft, note
 
 
-def _shu(ctx: _Context) -> Iterator[dict[str, Any]]:
-    src = f"{SHU_TABLE1.citation} ({ctx.shu_direction})"
+def _shu(ctx: Evidence) -> Iterator[dict[str, Any]]:
+    src = f"{SHU_TABLE1.citation} ({_shu_direction(ctx.spec)[1]})"
     g, f, ft, note = _shu_sides(ctx)
     no_flex = Missing(NO_VARIANT, "needs a Flexible Attention variant (a gated mechanism: attention: flexible)")
     # τ = ∞: Flexible Attention only adds a penalty term, so it should not lose to its baseline
@@ -688,7 +511,7 @@ def _shu(ctx: _Context) -> Iterator[dict[str, Any]]:
                       no_flex if f is None else missing_ft)
 
 
-def _window_row(ctx: _Context, claim: str, source: str, a: Side | None, b: Side | None, paper_a: float | None,
+def _window_row(ctx: Evidence, claim: str, source: str, a: Side | None, b: Side | None, paper_a: float | None,
                 paper_b: float | None, criterion: Criterion, missing: Missing) -> dict[str, Any]:
     """A window comparison: ``ours_diff`` is A's window relative to B's, in percent, and the
     criterion applies to that; the interval resamples the sentences' windows and pairs the seeds."""
@@ -712,7 +535,7 @@ CLAIMS: tuple[Claim, ...] = (
 
 def findings_table(spec: ExperimentSpec, ours: Ours | None = None) -> pd.DataFrame:
     """One row per claim (per pair for Luong Table 4's rankings); see the module docstring."""
-    ctx = _Context(spec, ours or Ours(spec))
+    ctx = Evidence(spec, ours or Ours(spec))
     rows = [row for claim in CLAIMS for row in claim.rows(ctx)]
     rows.sort(key=lambda r: r["verdict"] == UNTESTED)  # what the experiment tests first, in claim order
     df = pd.DataFrame(rows, columns=columns())
