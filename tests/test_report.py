@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from PIL import Image
 
 from nmtlib.cli import main
 from nmtlib.commands.report import FIGURES, TABLES
@@ -378,6 +379,8 @@ def _assert_figure(path: Path) -> None:
     image = mpimg.imread(path)
     assert image.shape[0] > 200 and image.shape[1] > 300
     assert image[..., :3].std() > 0.02, f"{path} is blank"
+    with Image.open(path) as png:  # a palette of at most 256 colours, as the pages commit them
+        assert png.mode == "P" and 2 < len(png.getcolors(256) or []) <= 256, (path, png.mode)
 
 
 def test_every_figure_is_drawn(report) -> None:
