@@ -557,3 +557,25 @@ def test_the_report_of_a_run_still_going_says_how_far_it_is(tmp_path, capsys):
     assert (said["runs_scored"], said["runs"]) == (12, 13)
     (line,) = [x for x in captured.err.splitlines() if "so far" in x]
     assert line.startswith("unit: scored so far: 11 of 12 models and 1 of 1 ensemble; of the papers' claims, ")
+
+
+def test_the_report_of_a_run_still_going_says_how_much_training_is_left(tmp_path, capsys):
+    """Every trained model logged 60 s an epoch, but global-feed's seed 1 120 s: (10 × 60 + 120) / 11 =
+    65.45 s an epoch. local-p's seed 2 is still training, 50 s into its first epoch: of its 2 epochs
+    (the fixture's recipe), 2 × 65.45 − 50 = 80.9 s are left."""
+    root = tmp_path / "results"
+    spec = make_experiment(root)
+    for log in root.glob("models/*/*/train_log.csv"):
+        df = pd.read_csv(log)
+        df["elapsed_s"] = (120.0 if log.parts[-3:-1] == ("global-feed", "seed1") else 60.0) * df["epoch"]
+        df.to_csv(log, index=False)
+    going = root / "models" / "local-p" / "seed2"
+    (going / "model.pt").unlink()
+    df = pd.read_csv(going / "train_log.csv")
+    df.iloc[:1].assign(elapsed_s=50.0).to_csv(going / "train_log.csv", index=False)
+    run_report(spec, tmp_path / "out")
+    captured = capsys.readouterr()
+    said = json.loads(captured.out.splitlines()[-1])
+    assert (said["models_to_train"], said["training_left_s"]) == (1, round(2 * (10 * 60 + 120) / 11 - 50))
+    assert ("unit: 1 model to train, about 1 min one at a time (each variant's epochs at the 1.1 min an epoch "
+            "took the models trained so far)") in captured.err.splitlines()

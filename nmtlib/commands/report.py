@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.report.page import claims_table, write_landing
     from nmtlib.report.paper import PaperRowError, figure_groups
     from nmtlib.report.tables import write_paper_tables, write_summary
+    from nmtlib.words import counted
 
     out = Layout(args.out)
     if args.config:
@@ -132,11 +133,18 @@ def run(args: argparse.Namespace) -> int:
     if so_far := collect.progress_description(spec, done):
         print(f"{spec.experiment}: {so_far.removeprefix('; ')}; of the papers' claims, {verdict_summary(findings)}",
               file=sys.stderr)
+    untrained, seconds, per_epoch = collect.training_left(spec)
+    if untrained and seconds is not None and per_epoch is not None:
+        about = f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{max(1, round(seconds / 60))} min"
+        print(f"{spec.experiment}: {counted(untrained, 'model')} to train, about {about} one at a time (each "
+              f"variant's epochs at the {per_epoch / 60:.1f} min an epoch took the models trained so far)",
+              file=sys.stderr)
     wanted = seeds_wanted(findings, spec)
     if wanted:  # said where the one reading the run looks, beside the findings' header that says it too
         print(seeds_advice(wanted), file=sys.stderr)
     print(json.dumps({"tables": [str(out.table(t)) for t in written],
                       "figures": [str(out.figure(f)) for f in FIGURES], "landing": str(out.landing()),
                       "variants": len(summary), "runs_scored": models + ensembles,
-                      "runs": planned + ensembles_planned, "seeds_wanted": wanted}))
+                      "runs": planned + ensembles_planned, "models_to_train": untrained,
+                      "training_left_s": None if seconds is None else round(seconds), "seeds_wanted": wanted}))
     return 0

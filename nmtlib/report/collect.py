@@ -171,6 +171,32 @@ def progress_description(spec: ExperimentSpec,
     return f"; scored so far: {models} of {counted(planned, 'model')}{both}"
 
 
+def training_left(spec: ExperimentSpec) -> tuple[int, float | None, float | None]:
+    """For a run still going: (models still to train, about how many seconds of training they need
+    one at a time, the mean seconds an epoch took the models trained so far). Each untrained model
+    needs its variant's epochs at that mean (the time logged in each trained model's
+    ``train_log.csv``, ``elapsed_s``, resumes included), less what a model in progress has logged.
+    Decoding and scoring are left out: seconds a model against its minutes of training. The
+    seconds are None where no trained model logged its time."""
+    per_epoch: list[float] = []
+    left: list[tuple[int, float]] = []
+    for name in spec.variants:
+        epochs = int(spec.variants[name].get("train", {}).get("epochs") or 0)
+        for run in spec.runs(name):
+            log = _train_log(spec, name, run)
+            timed = log is not None and not log.empty and "elapsed_s" in log and not pd.isna(log["elapsed_s"].iloc[-1])
+            spent = float(log["elapsed_s"].iloc[-1]) if timed else 0.0
+            if spec.layout.model(name, run).exists():
+                if timed and int(log["epoch"].iloc[-1]) > 0:
+                    per_epoch.append(spent / int(log["epoch"].iloc[-1]))
+            else:
+                left.append((epochs, spent))
+    if not per_epoch:
+        return len(left), None, None
+    mean = sum(per_epoch) / len(per_epoch)
+    return len(left), sum(max(epochs * mean - spent, 0.0) for epochs, spent in left), mean
+
+
 def runs_description(spec: ExperimentSpec) -> str:
     """The seeds and the precision, for table headers (:func:`seeds_description`,
     :func:`precision_description`), and how many models are scored where not all are
