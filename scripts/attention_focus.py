@@ -1,11 +1,14 @@
-"""Where a model's attention peaks in the source sentence, and how spread out it is.
+"""Where a model's attention peaks in the source sentence, how spread out it is, and how far it moves.
 
 For each model given, from its forced-decoding attention (``results/<exp>/attention/<variant>/<run>/test.npz``,
 one (target steps × source words) matrix per test sentence, source words in the sentence's own order,
 also where the model reads the source reversed): the share of target steps whose highest weight
 falls in each fifth of the source sentence, the share on its first and on its last word, and the
 mean entropy of a step's weights (nats; 0 when all weight is on one word, ln S when it is spread
-evenly). Word i of a sentence of S words is in fifth floor(5i / S) + 1. A model whose attention
+evenly), and the mean focus shift: how many words the focus p_t = Σ_s a_t(s)·s (Shu & Nakayama
+Eq. 4) moves from one target step to the next, |p_t − p_{t−1}|. Flexible Attention's penalty
+(Eq. 5–6) grows with the square of that distance: where the translation makes attention jump
+(long-distance reordering), a model learns to keep it weak, and a threshold τ then cuts little. Word i of a sentence of S words is in fifth floor(5i / S) + 1. A model whose attention
 keeps to one end of every sentence shows most of its peaks in the first or last fifths, at low
 entropy, where models that follow the translation spread them (for local-p attention,
 ``scripts/predicted_positions.py`` tells whether its predicted position went there too).
@@ -30,10 +33,13 @@ PARTS = 5
 def focus(matrices: list[np.ndarray]) -> dict[str, object]:
     """Peak positions and spread of the attention matrices of one model (see the module docstring)."""
     parts = np.zeros(PARTS)
-    first = last = steps = 0
-    entropy = 0.0
+    first = last = steps = moves = 0
+    entropy = shift = 0.0
     for a in matrices:
         steps_here, length = a.shape
+        p_t = a @ np.arange(length)  # the focus of each step, in words from the sentence's first
+        shift += float(np.abs(np.diff(p_t)).sum())
+        moves += steps_here - 1
         peak = a.argmax(axis=1)
         where = np.minimum((peak * PARTS) // length, PARTS - 1)  # word i of S is in part floor(i·5/S)
         parts += np.bincount(where, minlength=PARTS)
@@ -43,7 +49,7 @@ def focus(matrices: list[np.ndarray]) -> dict[str, object]:
         entropy += float(-(p * np.log(p)).sum())
         steps += steps_here
     return {"steps": steps, "parts": (100 * parts / steps).tolist(), "first": 100 * first / steps,
-            "last": 100 * last / steps, "entropy": entropy / steps}
+            "last": 100 * last / steps, "entropy": entropy / steps, "shift": shift / moves if moves else 0.0}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,8 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     layout = Layout(args.results)
     header = " | ".join(f"peak in fifth {k + 1} (%)" for k in range(PARTS))
-    print(f"| model | target steps | {header} | on the first word (%) | on the last word (%) | entropy (nats) |")
-    print("|---|---|" + "---|" * PARTS + "---|---|---|")
+    print(f"| model | target steps | {header} | on the first word (%) | on the last word (%) | entropy (nats) "
+          "| focus shift (words) |")
+    print("|---|---|" + "---|" * PARTS + "---|---|---|---|")
     for spec in args.models:
         variant, _, run = spec.partition(":")
         path = layout.attention(variant, run or "seed1")
@@ -63,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         with np.load(path) as npz:
             f = focus([npz[key] for key in npz.files])
         cells = " | ".join(f"{x:.1f}" for x in f["parts"])
-        print(f"| {spec} | {f['steps']} | {cells} | {f['first']:.1f} | {f['last']:.1f} | {f['entropy']:.2f} |")
+        print(f"| {spec} | {f['steps']} | {cells} | {f['first']:.1f} | {f['last']:.1f} | {f['entropy']:.2f} "
+              f"| {f['shift']:.2f} |")
     return 0
 
 

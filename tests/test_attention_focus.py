@@ -1,4 +1,4 @@
-"""scripts/attention_focus.py: where attention peaks in the source, and its entropy."""
+"""scripts/attention_focus.py: where attention peaks in the source, its entropy and how far its focus moves."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ def test_peaks_by_fifth_first_and_last_word_and_entropy() -> None:
     want = (0 + (0.4 * math.log(10) + 0.6 * math.log(1 / 0.6)) + (0.6 * math.log(5) + 0.4 * math.log(2.5))
             + math.log(10) + 0) / 5
     assert math.isclose(got["entropy"], want, rel_tol=1e-6)
+    # focus p_t = Σ a(s)·s: sentence 1: 0; 0.1 + 0.2 + 0.3 + 2.4 = 3.0; 0.2 + 0.4 + 1.6 = 2.2 → moves 3.0, 0.8;
+    # sentence 2: 4.5, then 3 → moves 1.5; three moves in all (a sentence's first step has none before it)
+    assert math.isclose(got["shift"], (3.0 + 0.8 + 1.5) / 3, rel_tol=1e-9)
 
 
 def test_a_model_without_attention_files_is_named(tmp_path: Path) -> None:
