@@ -364,6 +364,20 @@ def test_a_fine_tuned_model_pairs_with_its_parent_on_the_seeds_both_have_scored(
     assert one.ci_high < 0 and one.verdict == HOLDS
 
 
+def test_a_paired_claim_of_one_seed_says_its_interval_leaves_out_the_seeds(tmp_path):
+    """Two seeds of flex and flex-ft: the window claims pair them seed by seed, with no note. Given one
+    seed each while other variants have two, the interval can only resample the test sentences, and
+    the note says so (an unpaired side of one seed takes the pooled spread instead: no note)."""
+    spec = make_experiment(tmp_path / "results")
+    claim = "β fine-tuning shrinks the window"
+    assert "one seed, paired" not in str(_claim(findings_table(spec), claim).note)
+    spec.variant_seeds.update({"flex": [1], "flex-ft": [1]})
+    df = findings_table(spec)
+    assert _claim(df, claim).note == ("one seed, paired: the interval covers the test sentences, not how this "
+                                      "difference varies from seed to seed")
+    assert "one seed, paired" not in str(_claim(df, "Flexible Attention at τ = ∞ is as good").note)
+
+
 def test_paired_sides_with_no_seed_scored_on_both_wait_for_results(tmp_path):
     """flex has only seed 1 scored and flex-ft only seed 2: nothing pairs yet, so the window claim
     waits rather than setting one model against another."""

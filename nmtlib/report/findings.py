@@ -170,6 +170,17 @@ def _interval_cells(interval: Interval | None, prefix: str = "") -> dict[str, An
             f"{prefix}p_value": round(interval.p_value, 4)}
 
 
+#: the note of a paired comparison of one run a side in an experiment whose findings otherwise take in
+#: the seeds' spread: nothing says how the difference itself varies from seed to seed
+ONE_PAIR = ("one seed, paired: the interval covers the test sentences, not how this difference varies from seed "
+            "to seed")
+
+
+def _several_seeds(spec: ExperimentSpec) -> bool:
+    """Whether some variant of ``spec`` has several seeds (the findings then take in their spread)."""
+    return any(len(spec.seeds_of(n)) > 1 for n in spec.variants)
+
+
 def _no_interval(a: Side) -> str:
     """Why a comparison has no interval (one run per side and nothing to resample)."""
     m = METRICS[a.metric]
@@ -212,6 +223,8 @@ def _row(ctx: Evidence, claim: str, source: str, a: Side | None, b: Side | None,
     out.update(ours_diff=diff, **_interval_cells(interval), verdict=verdict(criterion, diff, interval))
     if interval is None:
         notes.append(_no_interval(a))
+    elif len(ctx.paired_runs(a, b, a.metric, b.metric) or []) == 1 and _several_seeds(ctx.spec):
+        notes.append(ONE_PAIR)
     if ctx.is_smoke(a.name) or ctx.is_smoke(b.name):
         out["verdict"] = NO_VERDICT
     for family in families():
@@ -624,8 +637,7 @@ CRITERIA = (
 def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> TableHtml:
     """``findings.csv`` and its renderings, with the verdicts counted in the header; returns the HTML
     rendering's parts."""
-    several = any(len(spec.seeds_of(n)) > 1 for n in spec.variants)
-    seeds = ("ours_a and ours_b are means over seeds (± their standard deviation)" if several else
+    seeds = ("ours_a and ours_b are means over seeds (± their standard deviation)" if _several_seeds(spec) else
              "one seed: the interval covers the test sentences, not the run-to-run spread")
     header = (smoke_header(spec) +
               f"Experiment `{spec.experiment}` ({spec.results}), {data_description(spec)}, "
