@@ -140,7 +140,7 @@ def results_index(folder: Path) -> Path:
             pages[page.stem] = (title, pd.read_csv(summary), read_findings(folder / page.stem))
     shown = [v for v in VERDICTS if v != NO_VERDICT or any(counts(f)[v] for _, _, f in pages.values())]
     lines = ["# Reference results", "",
-             f"Every page in `{folder.name}/` is one experiment, trained and published with `nmtlib publish`; this index "
+             f"Every page in `{folder.parent.name}/{folder.name}/` is one experiment, trained and published with `nmtlib publish`; this index "
              "is written from the pages' own tables each time one is published. A page says how its models were "
              "trained, on what machine, at which commits, and gives every test translation.", ""]
     if not pages:
