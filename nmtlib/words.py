@@ -11,6 +11,7 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
-def and_list(words: Sequence[str]) -> str:
-    """``words`` joined as a sentence lists them: "a", "a and b", "a, b and c"."""
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+def and_list(words: Sequence[str], last: str = "and") -> str:
+    """``words`` joined as a sentence lists them: "a", "a and b", "a, b and c" (``last``: the word
+    before the last, "or" for "a, b or c")."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"

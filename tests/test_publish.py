@@ -449,6 +449,9 @@ def test_a_claim_worded_per_direction_is_one_claim_across_experiments(tmp_path: 
                     -67.55, -52.67)
     enja = findings("Flexible Attention at τ = 1.2 computes fewer attention scores", -32.79, -20.0, -25.0, -15.0)
     section = beside_section({"enja": enja, "deen": deen})
+    three = beside_section({"enja": enja, "jaen": enja, "deen": deen})  # the heading and the sentence list them
+    assert three[0] == "## Beside `jaen` and `deen`" and three[2].startswith("Every claim that `enja`, `jaen` or `deen` tests")
+    assert section[2].startswith("Every claim that `enja` or `deen` tests")
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in "\n".join(section).splitlines()
             if line.startswith("|") and not line.startswith("|:")]
     assert rows[1:] == [

@@ -25,7 +25,7 @@ from nmtlib.layout import Layout
 from nmtlib.report.findings import claim_name, counts, seeds_cell
 from nmtlib.report.significance import NO_VERDICT, UNTESTED, VERDICTS
 from nmtlib.report.tables import MISSING
-from nmtlib.words import counted
+from nmtlib.words import and_list, counted
 
 #: the test BLEU the pages and the index show: as the tables score it (tokenized, before unknown-word
 #: replacement), read through the metric registry
@@ -115,8 +115,9 @@ def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
                      or {"paper": MISSING, "ours": MISSING, "95% interval": MISSING, "seeds": MISSING,
                          "verdict": UNTESTED})
             rows.append({"claim": claim if i == 0 else "", "experiment": name, **cells})
-    lines = [f"## Beside {', '.join(f'`{n}`' for n in names[1:])}", "",
-             f"Every claim that `{names[0]}` or {', '.join(f'`{n}`' for n in names[1:])} tests, one row per "
+    quoted = [f"`{n}`" for n in names]
+    lines = [f"## Beside {and_list(quoted[1:])}", "",
+             f"Every claim that {and_list(quoted, 'or')} tests, one row per "
              "experiment, each from that experiment's own findings (its paper difference is the paper's number "
              "for that experiment's direction).", ""]
     if rows:
