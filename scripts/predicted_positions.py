@@ -34,30 +34,25 @@ def load(model_path: Path, src: Path, tgt: Path):
     return model, data, device
 
 
-def relative_positions(model, data, device, batch_size: int = 64) -> np.ndarray:
-    """p_t / S of every target step of forced decoding of ``data`` (each sentence's T + 1 steps, as
-    ``nmtlib align`` exports them; padding steps left out), sentence by sentence."""
-    import torch
-
+def per_step(model, data, device, owner, method: str, record, batch_size: int = 64) -> np.ndarray:
+    """What ``record(result, args)`` makes of each call of ``owner.<method>`` (one call a decoder
+    step, a (B,) tensor a call) during forced decoding of ``data`` (``nmtlib align``: the reference
+    fed in): each sentence's T + 1 steps, sentence by sentence, padding steps left out."""
     from nmtlib.decode.forced import forced_attention
-    from nmtlib.models.attention import LocalPredictiveAttention
 
-    attention = model.decoder.attention
-    if not isinstance(attention, LocalPredictiveAttention):
-        raise SystemExit(f"its attention is {attention.name!r}, not local-p: it predicts no position")
-    seen: list[torch.Tensor] = []
-    predict = attention.aligned_position
+    seen: list = []
+    original = getattr(owner, method)
 
-    def recording(query: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        p = predict(query, lengths)
-        seen.append((p / lengths.to(p.dtype)).detach().cpu())
-        return p
+    def recording(*args):
+        result = original(*args)
+        seen.append(record(result, args).detach().float().cpu())
+        return result
 
-    attention.aligned_position = recording  # an instance attribute: this model only
+    setattr(owner, method, recording)  # an instance attribute: this model only
     try:
         matrices = forced_attention(model, data, batch_size, device)
     finally:
-        del attention.aligned_position
+        delattr(owner, method)
     # one (B,) record per decoder step of each batch, batches in order; keep each sentence's own
     # T + 1 steps (the rest are padding of shorter references)
     out, step_rows = [], iter(seen)
@@ -67,9 +62,22 @@ def relative_positions(model, data, device, batch_size: int = 64) -> np.ndarray:
         for row, m in enumerate(batch):
             out.extend(float(steps[t][row]) for t in range(m.shape[0]))
     if next(step_rows, None) is not None:
-        raise SystemExit("p_t was read more often than the decoder has steps; this script assumes one "
-                         "aligned_position call per step")
+        raise SystemExit(f"{method} was called more often than the decoder has steps; this script assumes one "
+                         "call per step")
     return np.array(out)
+
+
+def relative_positions(model, data, device, batch_size: int = 64) -> np.ndarray:
+    """p_t / S of every target step of forced decoding of ``data`` (each sentence's T + 1 steps, as
+    ``nmtlib align`` exports them; padding steps left out), sentence by sentence."""
+    from nmtlib.models.attention import LocalPredictiveAttention
+
+    attention = model.decoder.attention
+    if not isinstance(attention, LocalPredictiveAttention):
+        raise SystemExit(f"its attention is {attention.name!r}, not local-p: it predicts no position")
+    # aligned_position(query, lengths) -> p_t; recorded over the sentence's length S
+    return per_step(model, data, device, attention, "aligned_position",
+                    lambda p, args: p / args[1].to(p.dtype), batch_size)
 
 
 def main(argv: list[str] | None = None) -> int:
