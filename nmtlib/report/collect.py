@@ -52,6 +52,10 @@ class ExperimentSpec:
         """The seeds variant ``name`` was trained with."""
         return self.variant_seeds.get(name) or self.seeds
 
+    def several_seeds(self) -> list[str]:
+        """The variants trained with several seeds: the ones whose spread the findings take in."""
+        return [n for n in self.variants if len(self.seeds_of(n)) > 1]
+
     @property
     def layout(self) -> Layout[Path]:
         """Where the experiment's files are."""
@@ -265,18 +269,13 @@ def model_rows(spec: ExperimentSpec) -> pd.DataFrame:
 SD = "_sd"
 
 
-def several_seeds(spec: ExperimentSpec) -> bool:
-    """Whether any variant of the experiment has more than one seed."""
-    return any(len(spec.seeds_of(name)) > 1 for name in spec.variants)
-
-
 def summary_columns(spec: ExperimentSpec) -> dict[str, str]:
     """The summary's metric columns and what each is: the :data:`METRICS` declared for it and,
     where the experiment has several seeds, each one's standard deviation over them (``<name>_sd``)."""
     out: dict[str, str] = {}
     for m in metrics_in("summary"):
         out[m.name] = m.help
-        if several_seeds(spec):
+        if spec.several_seeds():
             out[m.name + SD] = f"standard deviation over seeds of {m.name} (empty with one run)"
     return out
 

@@ -159,8 +159,7 @@ class Evidence:
         if name in self.spec.ensembles:
             return None
         if metric not in self._pooled:
-            groups = [list(self.ours.per_run(n, metric).values()) for n in self.spec.variants
-                      if len(self.spec.runs(n)) > 1]
+            groups = [list(self.ours.per_run(n, metric).values()) for n in self.spec.several_seeds()]
             self._pooled[metric] = pooled_seed_variance(groups)
         return self._pooled[metric]
 
@@ -190,14 +189,6 @@ def change(a: float | None, b: float | None, relative: bool) -> float | None:
     if a is None or b is None:
         return None
     return pct(a, b) if relative else round(a - b, 4)
-
-
-def paired_note(runs: list[str]) -> str:
-    """Why a difference is not that of the two sides' values: it pairs only the seeds both have."""
-    if not runs:
-        return "no seed scored on both sides yet: no difference seed for seed"
-    return (f"A − B over {', '.join(runs)} only, the runs scored on both sides (paired by seed); each side's value "
-            "is the mean of its own runs")
 
 
 def pct(x: float | None, y: float | None) -> float | None:

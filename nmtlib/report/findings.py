@@ -57,7 +57,7 @@ import pandas as pd
 
 from nmtlib.report.collect import (ExperimentSpec, Ours, attention_label, data_description, gated,
                                    runs_description, test_sentences)
-from nmtlib.report.evidence import BLEU, BLEU_UNK, PPL, WINDOW, Evidence, Side, paired_note, pct
+from nmtlib.report.evidence import BLEU, BLEU_UNK, PPL, WINDOW, Evidence, Side, pct
 from nmtlib.report.metrics import METRICS, companion, metrics_in, over_sentences
 from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperRow, PaperTable
 from nmtlib.report.significance import (FAILS, HOLDS, INCONCLUSIVE, METHOD, NO_VERDICT, UNTESTED, VERDICTS,
@@ -176,9 +176,12 @@ ONE_PAIR = ("one seed, paired: the interval covers the test sentences, not how t
             "to seed")
 
 
-def _several_seeds(spec: ExperimentSpec) -> bool:
-    """Whether some variant of ``spec`` has several seeds (the findings then take in their spread)."""
-    return any(len(spec.seeds_of(n)) > 1 for n in spec.variants)
+def _paired_note(runs: list[str]) -> str:
+    """Why a difference is not that of the two sides' values: it pairs only the seeds both have."""
+    if not runs:
+        return "no seed scored on both sides yet: no difference seed for seed"
+    return (f"A − B over {', '.join(runs)} only, the runs scored on both sides (paired by seed); each side's value "
+            "is the mean of its own runs")
 
 
 def _no_interval(a: Side) -> str:
@@ -216,14 +219,14 @@ def _row(ctx: Evidence, claim: str, source: str, a: Side | None, b: Side | None,
         return out
     diff, interval, paired = ctx.difference(a, b, a.metric, b.metric, relative)
     if paired is not None:
-        notes.append(paired_note(paired))
+        notes.append(_paired_note(paired))
     if diff is None:
         out.update(ours_diff=None, verdict=UNTESTED, reason=NO_RESULTS, note="; ".join(notes))
         return out
     out.update(ours_diff=diff, **_interval_cells(interval), verdict=verdict(criterion, diff, interval))
     if interval is None:
         notes.append(_no_interval(a))
-    elif len(ctx.paired_runs(a, b, a.metric, b.metric) or []) == 1 and _several_seeds(ctx.spec):
+    elif len(ctx.paired_runs(a, b, a.metric, b.metric) or []) == 1 and ctx.spec.several_seeds():
         notes.append(ONE_PAIR)
     if ctx.is_smoke(a.name) or ctx.is_smoke(b.name):
         out["verdict"] = NO_VERDICT
@@ -637,7 +640,7 @@ CRITERIA = (
 def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> TableHtml:
     """``findings.csv`` and its renderings, with the verdicts counted in the header; returns the HTML
     rendering's parts."""
-    seeds = ("ours_a and ours_b are means over seeds (± their standard deviation)" if _several_seeds(spec) else
+    seeds = ("ours_a and ours_b are means over seeds (± their standard deviation)" if spec.several_seeds() else
              "one seed: the interval covers the test sentences, not the run-to-run spread")
     header = (smoke_header(spec) +
               f"Experiment `{spec.experiment}` ({spec.results}), {data_description(spec)}, "
