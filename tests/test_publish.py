@@ -139,11 +139,11 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
     # no table line as wide as the old page's 800 characters: the widest has the paper's long row labels
     assert max(len(line) for line in page.splitlines() if line.startswith("|")) < 400
     # today's column names, and numbers as what they are: base ran 2 seeds (an integer), its BLEU
-    # 11.00 ± 1.41 (10 and 12)
-    assert re.search(r"\| base +\| 2 +\| 21\.00 ± 1\.41 +\| 11\.00 ± 1\.41 ", page)
+    # 11.00 ± 1.41 (10 and 12), beside the length ratio its brevity penalty read (0.910 and 0.912)
+    assert re.search(r"\| base +\| 2 +\| 21\.00 ± 1\.41 +\| 11\.00 ± 1\.41 +\| 0\.911 ± 0\.001 ", page)
     # RIBES beside BLEU and chrF (the word-order metric Japanese results are read by)
     summary_header = next(line for line in page.splitlines() if line.startswith("| variant ") and "runs" in line)
-    assert [c.strip() for c in summary_header.strip("|").split("|")][5:7] == ["chrf_before_unk_replace",
+    assert [c.strip() for c in summary_header.strip("|").split("|")][6:8] == ["chrf_before_unk_replace",
                                                                               "ribes_after_unk_replace"]
     for old in ("| ppl", "bleu_unk", "| aer ", "within_spread"):
         assert old not in page, old

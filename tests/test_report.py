@@ -87,8 +87,10 @@ def _write_json(path: Path, obj: dict) -> None:
 
 
 def _bleu(value: float) -> dict:
-    return {"bleu": value, "precisions": [60.0, 40.0, 30.0, 20.0], "bp": 1.0, "ratio": 1.0, "hyp_len": 40,
-            "ref_len": 40}
+    """sacreBLEU's BLEU of a made-up result; its length ratio follows the score (10 → 0.91)."""
+    ratio = 0.9 + value / 1000
+    return {"bleu": value, "precisions": [60.0, 40.0, 30.0, 20.0], "bp": round(min(1.0, math.exp(1 - 1 / ratio)), 4),
+            "ratio": ratio, "hyp_len": round(40 * ratio), "ref_len": 40}
 
 
 def _spans(setting: str, window: float) -> list[list[float]]:
@@ -341,7 +343,7 @@ def test_summary_rule(report) -> None:
     assert list(df["variant"]) == [*RAW_VARIANTS, "ens"]
     # every metric column names its data (dev/test) and its variant (before/after replacement, AER convention);
     # with two seeds each is followed by its standard deviation over them
-    metrics = ["dev_ppl", "test_ppl", "bleu_before_unk_replace", "bleu_after_unk_replace", "chrf_before_unk_replace",
+    metrics = ["dev_ppl", "test_ppl", "bleu_before_unk_replace", "length_ratio", "bleu_after_unk_replace", "chrf_before_unk_replace",
                "chrf_after_unk_replace", "bleu_no_unk_sentences", "unk_words", "unk_replaced_in_reference",
                "sacrebleu_after_unk_replace",
                "ribes_before_unk_replace", "ribes_after_unk_replace", "aer_fn14", "aer_predicted_word", "avg_window",
@@ -353,6 +355,8 @@ def test_summary_rule(report) -> None:
     # before and 10.5, 12.5 → 11.5 after replacement
     assert (base.dev_ppl, base.test_ppl, base.bleu_before_unk_replace, base.bleu_after_unk_replace, base.runs) == (
         22.0, 21.0, 11.0, 11.5, 2)
+    # the length ratio BLEU's brevity penalty read, as decoded: 0.910 and 0.912 (BLEU 10, 12) → 0.911
+    assert base.length_ratio == pytest.approx(0.911)
     assert base.bleu_before_unk_replace_sd == pytest.approx(np.std([10.0, 12.0], ddof=1), abs=1e-4)
     # ribes 0.60, 0.62 → 0.61 before; +0.01 after; sacreBLEU is the fixture's bleu_unk
     assert (base.ribes_before_unk_replace, base.ribes_after_unk_replace, base.sacrebleu_after_unk_replace) == (

@@ -270,6 +270,10 @@ for _metric in (
     Metric("bleu_before_unk_replace", "test BLEU before unk replacement",
            "tokenized BLEU (multi-bleu.perl) of the test translation as decoded, before unknown-word replacement",
            _from_json(None, "bleu", "bleu"), family="bleu", text=RAW, statistics=tokenized_bleu_statistics),
+    Metric("length_ratio", "test output length / reference length",
+           "words of the test output as decoded per word of the reference, the ratio BLEU's brevity penalty "
+           "reads (under 1: the penalty exp(1 − 1/ratio) lowers BLEU)", _from_json(None, "bleu", "ratio"),
+           decimals=3),
     Metric("bleu_after_unk_replace", "test BLEU after unk replacement",
            "the same after Luong's unknown-word replacement", _from_json(None, "bleu_unk", "bleu"),
            family="bleu", text=REPLACED, statistics=tokenized_bleu_statistics),

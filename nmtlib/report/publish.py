@@ -66,7 +66,7 @@ MAX_WIDTH = 900
 #: tables of the page after the findings and the summary, in order
 PAPER_TABLES = tuple(TABLES)
 #: the summary's columns the page shows (the rest are in summary.csv), each with its ``_sd`` where there is one
-SUMMARY_SHOWN = ("variant", "runs", "test_ppl", "bleu_before_unk_replace", "bleu_after_unk_replace",
+SUMMARY_SHOWN = ("variant", "runs", "test_ppl", "bleu_before_unk_replace", "length_ratio", "bleu_after_unk_replace",
                  "chrf_before_unk_replace", "ribes_after_unk_replace", "sacrebleu_after_unk_replace", "avg_window")
 #: paper-table columns left to the CSV: provenance, notes and the row's key (the label is shown)
 PAPER_HIDDEN = {"row", "section", "note", "paper_source", "experiment", "ours_data", "ours_from", "ours_delta_vs",
