@@ -21,7 +21,7 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
 from nmtlib.report.findings import (FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED, counts, findings_table,
-                                    seeds_wanted, verdict_summary)
+                                    seed_spread, seeds_wanted, verdict_summary)
 from test_report import TGT, _spans, make_experiment, run_report
 
 #: every other word wrong: a poor translation of test_report's references
@@ -593,3 +593,18 @@ def test_the_report_of_a_run_still_going_says_how_much_training_is_left(tmp_path
     assert (said["models_to_train"], said["training_left_s"]) == (1, round(2 * (10 * 60 + 120) / 11 - 50))
     assert ("unit: 1 model to train, about 1 min one at a time (each variant's epochs at the 1.1 min an epoch "
             "took the models trained so far)") in captured.err.splitlines()
+
+
+def test_the_seeds_spread_is_pooled_over_the_variants_with_several_runs():
+    """Seeds (10, 12), (20, 21, 22) and a variant and an ensemble of one run: sample variances 2 and 1
+    on 1 and 2 degrees of freedom, pooled (1·2 + 2·1) / 3 = 4/3, a standard deviation of 1.15 on 3."""
+    summary = pd.DataFrame({"variant": ["a", "b", "c", "ens"], "runs": [2, 3, 1, 1],
+                            "bleu_before_unk_replace": [11.0, 21.0, 5.0, 30.0],
+                            "bleu_before_unk_replace_sd": [np.std([10, 12], ddof=1), np.std([20, 21, 22], ddof=1),
+                                                           np.nan, np.nan]})
+    spread = seed_spread(summary)
+    assert "standard deviation of 1.15 here, pooled over the 2 variants trained with several seeds (3 degrees" in spread
+    assert spread.startswith("Seed to seed, one model's test BLEU before unk replacement")
+    # one run everywhere (no _sd column, or only empty ones): nothing to say
+    assert seed_spread(summary[summary.runs == 1]) == ""
+    assert seed_spread(summary.drop(columns="bleu_before_unk_replace_sd")) == ""

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         raise NmtlibError(str(err)) from None
     written = [*OVERVIEW, *paper]
     # the landing page shows the claims table that reads first; findings.html has every column
-    landing = {"findings": dataclasses.replace(write_findings(findings, spec, out.table("findings")),
+    landing = {"findings": dataclasses.replace(write_findings(findings, spec, out.table("findings"), summary),
                                                table=claims_table(findings)),
                "summary": write_summary(summary, spec, out.table("summary"))}
 

@@ -55,14 +55,15 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from nmtlib.report.collect import (ExperimentSpec, Ours, attention_label, data_description, gated,
+from nmtlib.report.collect import (SD, ExperimentSpec, Ours, attention_label, data_description, gated,
                                    runs_description, test_sentences)
 from nmtlib.report.evidence import BLEU, BLEU_UNK, PPL, WINDOW, Evidence, Side, pct
 from nmtlib.report.metrics import METRICS, companion, metrics_in, over_sentences
 from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperRow, PaperTable
 from nmtlib.report.significance import (FAILS, HOLDS, INCONCLUSIVE, METHOD, NO_VERDICT, UNTESTED, VERDICTS,
-                                        Criterion, Interval, Sample, compare, verdict)
+                                        Criterion, Interval, Sample, compare, pool, verdict)
 from nmtlib.report.tables import MISSING, TableHtml, smoke_header, write_table
+from nmtlib.words import counted
 
 #: what unknown-word replacement had to work with (:mod:`nmtlib.metrics.unknowns`), in the unk claim's note
 UNK_WORDS, UNK_HITS = "unk_words", "unk_replaced_in_reference"
@@ -637,9 +638,26 @@ CRITERIA = (
 )
 
 
-def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> TableHtml:
-    """``findings.csv`` and its renderings, with the verdicts counted in the header; returns the HTML
-    rendering's parts."""
+def seed_spread(summary: pd.DataFrame, metric: str = BLEU) -> str:
+    """How far one model's ``metric`` moves from seed to seed in this experiment, in a sentence: the
+    standard deviation pooled over the summary's variants with several runs (:func:`pool`), the spread
+    a side of one seed is given in the findings; empty where no variant has two runs."""
+    sd = f"{metric}{SD}"
+    if sd not in summary.columns:
+        return ""
+    rows = summary[(summary["runs"] > 1) & summary[sd].notna()]
+    pooled = pool((int(r["runs"]), float(r[sd]) ** 2) for _, r in rows.iterrows())
+    if pooled is None:
+        return ""
+    variance, df = pooled
+    return (f"Seed to seed, one model's {METRICS[metric].label} has a standard deviation of {math.sqrt(variance):.2f} "
+            f"here, pooled over the {counted(len(rows), 'variant')} trained with several seeds ({df:g} degrees of "
+            "freedom): the spread a side of one seed is given.")
+
+
+def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path, summary: pd.DataFrame) -> TableHtml:
+    """``findings.csv`` and its renderings, with the verdicts counted in the header and the seeds'
+    spread (:func:`seed_spread`, from the experiment's ``summary``); returns the HTML rendering's parts."""
     seeds = ("ours_a and ours_b are means over seeds (± their standard deviation)" if spec.several_seeds() else
              "one seed: the interval covers the test sentences, not the run-to-run spread")
     header = (smoke_header(spec) +
@@ -648,6 +666,8 @@ def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> Ta
               f"of the papers' claims, {verdict_summary(df)} by this experiment's variants. A and B are the two rows "
               f"compared; paper_diff and ours_diff are A − B (the paper's on the paper's data), ci_low and ci_high "
               f"the 95% interval of ours_diff and p_value its p-value; {seeds}.")
+    if spread := seed_spread(summary):
+        header += " " + spread
     advice = seeds_advice(seeds_wanted(df, spec))
     if advice:
         header += " " + advice

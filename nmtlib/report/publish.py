@@ -51,7 +51,7 @@ from nmtlib.layout import RAW_TEXT, Layout, Logs
 from nmtlib.origin import TRAINER, training_code
 from nmtlib.provenance import machine, starts
 from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
-from nmtlib.report.findings import CRITERIA, verdict_summary
+from nmtlib.report.findings import CRITERIA, seed_spread, verdict_summary
 from nmtlib.report.index import (PAGE_BLEU, beside_section, finding_cells, published_table, read_findings,
                                  results_index)
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
@@ -202,9 +202,10 @@ def _ribes_cell(r: pd.Series) -> str:
     return f"{r['ribes_diff']:+.4f}{interval}"
 
 
-def findings_section(findings: pd.DataFrame, ribes: bool = False) -> list[str]:
-    """The findings: their verdicts counted, the narrow table of the tested claims (with ``ribes``,
-    each comparison's RIBES beside it), the untested ones one line per reason, and the criteria."""
+def findings_section(findings: pd.DataFrame, summary: pd.DataFrame, ribes: bool = False) -> list[str]:
+    """The findings: their verdicts counted, how far a model moves from seed to seed (from the
+    ``summary``), the narrow table of the tested claims (with ``ribes``, each comparison's RIBES
+    beside it), the untested ones one line per reason, and the criteria."""
     tested = findings[findings["verdict"] != UNTESTED]
     rows = [{"claim": r["claim"], **finding_cells(r), **({RIBES_COLUMN: _ribes_cell(r)} if ribes else {})}
             for _, r in tested.iterrows()]
@@ -215,7 +216,8 @@ def findings_section(findings: pd.DataFrame, ribes: bool = False) -> list[str]:
              + (f"; *{RIBES_COLUMN}* is the same comparison's on RIBES (0–1), with its 95% interval: Japanese "
                 "is one side of this pair, and RIBES, which sees word order, is its second metric" if ribes else "")
              + "; the rows compared, both sides' numbers, the p-values, the chrF and RIBES "
-             "comparisons and the notes are in [findings.csv]({stem}/findings.csv).", ""]
+             "comparisons and the notes are in [findings.csv]({stem}/findings.csv)."
+             + (f" {spread}" if (spread := seed_spread(summary)) else ""), ""]
     if rows:
         lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), ""]
     untested = findings[findings["verdict"] == UNTESTED]
@@ -444,7 +446,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
                   f"{', '.join(map(str, smoke))} updates; no difference here says anything about the papers' claims.",
                   ""]
     ribes = bool(record) and bool({record.get("src_lang"), record.get("tgt_lang")} & set(RIBES_LANGUAGES))
-    lines += ["## Findings", "", *findings_section(findings, ribes)]
+    lines += ["## Findings", "", *findings_section(findings, summary, ribes)]
     if beside:
         others = {}
         for other in beside:  # not ``folder``: that is this page's own, where its files go below

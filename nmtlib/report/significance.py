@@ -160,13 +160,19 @@ def _diff(a: float | np.ndarray, b: float | np.ndarray, relative: bool) -> float
 Pooled = tuple[float, float]
 
 
-def pooled_seed_variance(groups: Iterable[Sequence[float]]) -> Pooled | None:
-    """The seeds' variance pooled over groups of runs (one group: the seeds of one variant), each
-    group's sample variance weighted by its degrees of freedom: ``(Σ (n_g − 1) s_g², Σ (n_g − 1))``
-    divided as usual; None where no group has two runs."""
-    parts = [(len(g) - 1, float(np.var(g, ddof=1))) for g in map(list, groups) if len(g) > 1]
+def pool(groups: Iterable[tuple[int, float]]) -> Pooled | None:
+    """A variance pooled over groups given as (runs n_g, sample variance s_g²), each weighted by its
+    degrees of freedom: ``Σ (n_g − 1) s_g² / Σ (n_g − 1)`` and ``Σ (n_g − 1)``; None where no group
+    has two runs."""
+    parts = [(n - 1, v) for n, v in groups if n > 1]
     df = sum(k for k, _ in parts)
     return (sum(k * v for k, v in parts) / df, float(df)) if df else None
+
+
+def pooled_seed_variance(groups: Iterable[Sequence[float]]) -> Pooled | None:
+    """The seeds' variance pooled over groups of runs (one group: the seeds of one variant,
+    :func:`pool`); None where no group has two runs."""
+    return pool((len(g), float(np.var(g, ddof=1))) for g in map(list, groups) if len(g) > 1)
 
 
 def _seed_term(a: Sequence[float], b: Sequence[float], paired: bool, relative: bool,
