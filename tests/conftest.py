@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from nmtlib.registry import MECHANISMS
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_script(path: Path, name: str | None = None) -> ModuleType:
+    """A Python file outside the package (a script of scripts/, a helper of tests/) imported as a
+    module, registered in ``sys.modules`` as ``name`` (default: its stem) so that what it defines
+    (dataclasses, pickled objects) can find its module."""
+    spec = importlib.util.spec_from_file_location(name or path.stem, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def snakemake_jobs(log: str, rule: str | None = None) -> list[tuple[str, dict[str, str]]]:

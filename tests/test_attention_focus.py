@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+from conftest import ROOT, load_script
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("attention_focus", ROOT / "scripts" / "attention_focus.py")
-focus_mod = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(focus_mod)
+focus_mod = load_script(ROOT / "scripts" / "attention_focus.py")
 
 
 def test_peaks_by_fifth_first_and_last_word_and_entropy() -> None:

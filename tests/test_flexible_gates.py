@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import train_tiny_model
+from conftest import ROOT, load_script, train_tiny_model
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("flexible_gates", ROOT / "scripts" / "flexible_gates.py")
-gates_mod = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gates_mod)
+gates_mod = load_script(ROOT / "scripts" / "flexible_gates.py")
 
 SPEC = {"name": "flex", "options": {"arch": "shu", "attention": "flexible", "embedding_size": 16, "hidden_size": 16,
                                     "output_size": 16, "score": "concat",

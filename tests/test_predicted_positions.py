@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import train_tiny_model
+from conftest import ROOT, load_script, train_tiny_model
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("predicted_positions", ROOT / "scripts" / "predicted_positions.py")
-positions = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(positions)
+positions = load_script(ROOT / "scripts" / "predicted_positions.py")
 
 SPEC = {"name": "lp", "options": {"embedding_size": 16, "hidden_size": 16, "layers": 1, "attention": "local-p",
                                   "score": "general", "reverse_source": True,

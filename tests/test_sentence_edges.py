@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import subprocess
 import sys
@@ -10,11 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ROOT, load_script
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("sentence_edges", ROOT / "scripts" / "sentence_edges.py")
-edges = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(edges)
+edges = load_script(ROOT / "scripts" / "sentence_edges.py")
 
 
 def _same(got: list[float], want: list[float]) -> bool:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import importlib.util
 import json
 import os
 import re
@@ -46,10 +45,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT, load_script
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(1500)]
 
-ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "configs" / "tiny.yaml"
 PREEMPT = ROOT / "tests" / "slurm" / "preempt.yaml"
 #: rules that ask the cluster for a GPU (slurm/config.yaml); every other rule is CPU-only
@@ -60,10 +59,7 @@ PREEMPT_TIMEOUT = 600
 #: how long a SIGTERMed job may run on after its trainer's checkpoint before it gets SIGKILL
 GRACE_SECONDS = 60
 
-_spec = importlib.util.spec_from_file_location("nmt_slurm_cluster", ROOT / "tests" / "slurm" / "cluster.py")
-cluster_mod = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = cluster_mod
-_spec.loader.exec_module(cluster_mod)
+cluster_mod = load_script(ROOT / "tests" / "slurm" / "cluster.py", "nmt_slurm_cluster")
 
 
 def _unavailable(reason: str) -> None:
