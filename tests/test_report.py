@@ -553,6 +553,35 @@ def test_the_heatmaps_title_is_not_cut_at_the_figures_edges(tmp_path: Path) -> N
     assert band[:, :3].min() > 200 and band[:, -3:].min() > 200
 
 
+def test_the_heatmaps_panel_titles_are_no_wider_than_their_panels(tmp_path: Path, monkeypatch) -> None:
+    """Two panels of a 7-word sentence under a long variant name (the small Japanese pair's figure:
+    "local-m: local-m-general-feed, sentence 0" ran on into the title of sentence 1 as one line):
+    each title, as drawn, lies within the width of the panel it is over."""
+    from nmtlib.report import figures
+
+    drawn: list[tuple] = []  # (panel, its title) boxes in pixels, as drawn
+    save = figures._save
+
+    def record(fig, path, tight=True):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        drawn.extend((ax.get_window_extent(renderer), ax.title.get_window_extent(renderer))
+                     for ax in fig.axes if ax.get_title())
+        save(fig, path, tight)
+
+    monkeypatch.setattr(figures, "_save", record)
+    rng = np.random.default_rng(0)
+    src = [["they", "finally", "acknowledged", "it", "as", "true", "."]] * 2
+    tgt = [["彼", "ら", "は", "つい", "に", "それ", "を", "認め", "た", "。"]] * 2
+    matrices = {name: {i: rng.dirichlet(np.ones(7), size=11) for i in (0, 1)}
+                for name in ("local-m-general-feed", "shu-flexible-ft")}
+    figures.attention_heatmaps(matrices, src, tgt, [0, 1], tmp_path / "heatmaps.png",
+                               labels={"local-m-general-feed": "local-m", "shu-flexible-ft": "flexible"})
+    assert len(drawn) == 4
+    for panel, title in drawn:
+        assert panel.x0 - 2 <= title.x0 and title.x1 <= panel.x1 + 2, (panel, title)
+
+
 def test_vision_spans_draw_one_global_line_of_the_flexible_variants_architecture(report, tmp_path: Path) -> None:
     """Every global variant's window is the source length: one line of them, Shu's own baseline
     (the Flexible variants' architecture) before Luong's, and only one that has translations."""

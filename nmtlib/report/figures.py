@@ -86,6 +86,13 @@ def _save(fig: plt.Figure, path: Path, tight: bool = True) -> None:
         palette.save(f, format="PNG", optimize=True)
 
 
+def _wrapped(text: str, inches: float, points: float) -> str:
+    """``text`` broken at its spaces into lines of about ``inches`` wide at ``points`` (a character is
+    about 0.6 of the font size wide), never inside a word or at its hyphens (variant names)."""
+    return textwrap.fill(text, max(12, int(inches * 72 / (0.6 * points))), break_on_hyphens=False,
+                         break_long_words=False)
+
+
 def _empty(path: Path, title: str, why: str) -> None:
     """A figure whose inputs this experiment does not have: its title and why, no axes."""
     fig, ax = plt.subplots(figsize=(7, 3))
@@ -261,14 +268,16 @@ def attention_heatmaps(
             elif m.shape[0] == len(tgt[sid]):  # rows already assigned to target words (older exports)
                 ax.set_yticks(range(len(tgt[sid])), tgt[sid], fontsize=font)
                 ylabel = "target word"
-            ax.set_title(f"{(labels or {}).get(name, name)}: {name}, sentence {sid}", fontsize=9)
+            # as wide as its panel at the most: a wider one runs into its neighbour's
+            ax.set_title(_wrapped(f"{(labels or {}).get(name, name)}: {name}, sentence {sid}", width[c] - 1.4, 9),
+                         fontsize=9)
             ax.set_ylabel(ylabel if c == 0 else "")
             ax.set_xlabel("source word" if r == len(names) - 1 else "")
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight a_t(s)")
     # wrapped to the figure's width: a title wider than two narrow panels is cut at both edges
     size = plt.rcParams["figure.titlesize"]
     points = matplotlib.font_manager.FontProperties(size=size).get_size_in_points()
-    fig.suptitle(textwrap.fill(title, max(20, int(fig.get_figwidth() * 72 / (0.6 * points)))), fontsize=size)
+    fig.suptitle(_wrapped(title, fig.get_figwidth(), points), fontsize=size)
     _save(fig, path, tight=False)
 
 
