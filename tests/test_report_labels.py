@@ -246,6 +246,17 @@ def test_learning_curve_figure_joins_the_stage_to_its_parent(tmp_path: Path, dra
     assert ax.get_ylabel() == "dev perplexity (log scale)"
 
 
+def test_a_seed_has_one_line_style_whichever_seeds_have_logs_yet(tmp_path: Path, drawn) -> None:
+    """A run still going: a's seeds 1 and 3 have logs, b's seed 2. Seed 1 solid, seed 2 dashed,
+    seed 3 dotted, as when every seed is in (the style followed the order the runs turned up in:
+    a's seed 3 was drawn dashed, b's seed 2 dotted)."""
+    curves = pd.DataFrame([{"variant": v, "run": r, "step": step, "dev_ppl": 10.0 / step, "finetune_from": ""}
+                           for v, r in (("a", "seed1"), ("a", "seed3"), ("b", "seed2")) for step in (1, 2)])
+    figures.learning_curves(curves, tmp_path / "learning_curves.png")
+    styles = {line.get_label(): line.get_linestyle() for line in drawn["learning_curves"].get_lines()}
+    assert styles == {"a (seed1)": "-", "a (seed3)": ":", "b (seed2)": "--"}
+
+
 # --- axes ----------------------------------------------------------------------------------------
 
 def test_bleu_axes_say_before_or_after_replacement(tmp_path: Path, drawn) -> None:

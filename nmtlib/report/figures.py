@@ -136,6 +136,12 @@ def _grid(panels: dict[str, list[str]], title: str, sharey: bool) -> tuple[plt.F
     return fig, axes[:len(panels)]
 
 
+def _seed_order(run: str) -> tuple[int, str]:
+    """Runs in the order of their seeds (``seed2`` before ``seed10``), any other run after them."""
+    number = run.removeprefix("seed")
+    return (int(number) if number.isdigit() else 1 << 30, run)
+
+
 @_any_script
 def learning_curves(curves: pd.DataFrame, path: Path, title: str = "Learning curves (Luong et al. 2015, Fig. 5)",
                     groups: Mapping[str, str] | None = None) -> None:
@@ -150,7 +156,8 @@ def learning_curves(curves: pd.DataFrame, path: Path, title: str = "Learning cur
         return _empty(path, title, "no training logs yet")
     panels = _panels(list(dict.fromkeys(curves["variant"])), len(curves.groupby(["variant", "run"])), groups)
     fig, axes = _grid(panels, title, sharey=True)
-    styles = {r: ["-", "--", ":", "-."][i % 4] for i, r in enumerate(dict.fromkeys(curves["run"]))}
+    # seed k's line style is the same in every panel and experiment, whichever seeds have logs yet
+    styles = {r: ["-", "--", ":", "-."][i % 4] for i, r in enumerate(sorted(set(curves["run"]), key=_seed_order))}
     several = curves["run"].nunique() > 1
     has_updates = "updates" in curves
     for ax, variants in zip(axes, panels.values()):
