@@ -603,7 +603,7 @@ def test_the_seeds_spread_is_pooled_over_the_variants_with_several_runs():
                             "bleu_before_unk_replace_sd": [np.std([10, 12], ddof=1), np.std([20, 21, 22], ddof=1),
                                                            np.nan, np.nan]})
     spread = seed_spread(summary)
-    assert "standard deviation of 1.15 here, pooled over the 2 variants trained with several seeds (3 degrees" in spread
+    assert "standard deviation of 1.15 here, pooled over the 2 variants with several seeds scored (3 degrees" in spread
     assert spread.startswith("Seed to seed, one model's test BLEU before unk replacement")
     # one run everywhere (no _sd column, or only empty ones): nothing to say
     assert seed_spread(summary[summary.runs == 1]) == ""

@@ -139,7 +139,7 @@ def test_results_page_from_an_experiments_outputs(tmp_path: Path) -> None:
     # how far a model moves from seed to seed: base (10, 12) and global-feed (14, 16) vary by 2, the other
     # four variants' two seeds not at all: (2 + 2 + 0 + 0 + 0 + 0) / 6 on 6 degrees of freedom, sd 0.82
     assert ("Seed to seed, one model's test BLEU before unk replacement has a standard deviation of 0.82 here, "
-            "pooled over the 6 variants trained with several seeds (6 degrees of freedom)") in section
+            "pooled over the 6 variants with several seeds scored (6 degrees of freedom)") in section
     # no table line as wide as the old page's 800 characters: the widest has the paper's long row labels
     assert max(len(line) for line in page.splitlines() if line.startswith("|")) < 400
     # today's column names, and numbers as what they are: base ran 2 seeds (an integer), its BLEU

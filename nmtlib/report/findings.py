@@ -651,7 +651,7 @@ def seed_spread(summary: pd.DataFrame, metric: str = BLEU) -> str:
         return ""
     variance, df = pooled
     return (f"Seed to seed, one model's {METRICS[metric].label} has a standard deviation of {math.sqrt(variance):.2f} "
-            f"here, pooled over the {counted(len(rows), 'variant')} trained with several seeds ({df:g} degrees of "
+            f"here, pooled over the {counted(len(rows), 'variant')} with several seeds scored ({df:g} degrees of "
             "freedom): the spread a side of one seed is given.")
 
 
