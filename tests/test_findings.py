@@ -20,8 +20,8 @@ import pytest
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
-from nmtlib.report.findings import (FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED, counts, findings_table,
-                                    seed_spread, seeds_wanted, verdict_summary)
+from nmtlib.report.findings import (FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED, close_gap, counts,
+                                    findings_table, seed_spread, seeds_advice, seeds_wanted, verdict_summary)
 from test_report import TGT, _spans, make_experiment, run_report
 
 #: every other word wrong: a poor translation of test_report's references
@@ -543,17 +543,37 @@ def test_close_bleu_claims_between_two_variants_want_three_seeds_on_both(finding
 
 
 def test_the_report_names_the_variants_that_want_seeds(tmp_path, capsys):
+    """test_report's seeds: base (10, 12) and global-feed (14, 16) vary, the other four variants' two
+    seeds do not: a pooled variance of 4/6, sd 0.816, so close is under 2√2 × 0.816 = 2.3 BLEU, wider
+    than 2. That takes in, beside flex − rnnsearch (0.5) and flex-ft − flex (0.2), local-p −
+    global-feed (2.0) and the ensemble against local-p (2.0, local-p's seeds)."""
     spec = make_experiment(tmp_path / "results")
     tables, _ = run_report(spec, tmp_path / "out")
     captured = capsys.readouterr()
-    said = "2 BLEU claims compare variants under 2 BLEU apart, with fewer than 3 seeds on a side"
-    assert said in captured.err and "give `flex`, `rnnsearch`, `flex-ft` `seeds: [1, 2, 3]`" in captured.err
+    said = ("4 BLEU claims compare variants under 2.3 BLEU apart (2.8 times the seeds' standard deviation here: one "
+            "seed a side cannot tell a smaller difference from the luck of the runs), with fewer than 3 seeds on a side")
+    assert said in captured.err
+    assert "give `local-p`, `global-feed`, `flex`, `rnnsearch`, `flex-ft` `seeds: [1, 2, 3]`" in captured.err
     assert json.loads(captured.out.splitlines()[-1])["seeds_wanted"]["rnnsearch"] == [FLEX_AS_GOOD]
     assert said in (tables / "findings.md").read_text(encoding="utf-8")
-    spec.variant_seeds.update({n: [1, 2, 3] for n in ("flex", "rnnsearch", "flex-ft")})
+    spec.variant_seeds.update({n: [1, 2, 3] for n in ("flex", "rnnsearch", "flex-ft", "local-p", "global-feed")})
     run_report(spec, tmp_path / "out")
     err = capsys.readouterr().err
-    assert "to firm up" not in err and "scored so far: 12 of 15 models" in err  # the third seeds are not there yet
+    assert "to firm up" not in err and "scored so far: 12 of 17 models" in err  # the third seeds are not there yet
+
+
+def test_close_is_measured_against_the_seeds_spread_where_that_is_wider():
+    """2√2 s: s = 1.88 (two variants of three seeds, each of that sd) gives 5.3 BLEU; s = 0.5 gives
+    1.4, under the 2 BLEU floor; no variant of several seeds, the floor."""
+    def summary(sd: float | None) -> pd.DataFrame:
+        return pd.DataFrame({"variant": ["a", "b", "c"], "runs": [3, 3, 1] if sd is not None else [1, 1, 1],
+                             "bleu_before_unk_replace_sd": [sd, sd, np.nan]})
+
+    assert close_gap(summary(1.88)) == 5.3
+    assert close_gap(summary(0.5)) == 2.0
+    assert close_gap(summary(None)) == 2.0
+    assert "(2.8 times the seeds' standard deviation here" in seeds_advice({"a": ["claim"]}, 5.3)
+    assert "standard deviation" not in seeds_advice({"a": ["claim"]}, 2.0)
 
 
 def test_the_report_of_a_run_still_going_says_how_far_it_is(tmp_path, capsys):

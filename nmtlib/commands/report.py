@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.errors import NmtlibError
     from nmtlib.layout import Layout
     from nmtlib.report import collect, figures
-    from nmtlib.report.findings import findings_table, seeds_advice, seeds_wanted, verdict_summary, write_findings
+    from nmtlib.report.findings import (close_gap, findings_table, seeds_advice, seeds_wanted, verdict_summary,
+                                        write_findings)
     from nmtlib.report.page import claims_table, write_landing
     from nmtlib.report.paper import PaperRowError, figure_groups
     from nmtlib.report.tables import write_paper_tables, write_summary
@@ -139,9 +140,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{spec.experiment}: {counted(untrained, 'model')} to train, about {about} one at a time (each "
               f"variant's epochs at the {per_epoch / 60:.1f} min an epoch took the models trained so far)",
               file=sys.stderr)
-    wanted = seeds_wanted(findings, spec)
+    gap = close_gap(summary)
+    wanted = seeds_wanted(findings, spec, gap)
     if wanted:  # said where the one reading the run looks, beside the findings' header that says it too
-        print(seeds_advice(wanted), file=sys.stderr)
+        print(seeds_advice(wanted, gap), file=sys.stderr)
     print(json.dumps({"tables": [str(out.table(t)) for t in written],
                       "figures": [str(out.figure(f)) for f in FIGURES], "landing": str(out.landing()),
                       "variants": len(summary), "runs_scored": models + ensembles,

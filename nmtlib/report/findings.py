@@ -31,11 +31,13 @@ property rather than one table row (attention vs none, unknown-word replacement,
 RNNsearch vs RNNencdec, Flexible Attention vs global attention of the same architecture) falls
 back to the variants that have that property, named in ``compared``.
 
-How many seeds (:func:`seeds_wanted`): a BLEU claim whose two variants come out under
-:data:`CLOSE_GAP` apart rests on the runs' luck as much as on the test set: a side of one seed takes
-the spread pooled over other variants, which may not be its own. The reference runs give both
-variants of such a claim :data:`FIRM_SEEDS` seeds; the findings' header and ``nmtlib report`` name
-the variants whose config still gives them fewer.
+How many seeds (:func:`seeds_wanted`): a BLEU claim whose two variants come out close rests on the
+runs' luck as much as on the test set: a side of one seed takes the spread pooled over other
+variants, which may not be its own. Close is under :data:`CLOSE_GAP` points, or under
+:data:`ONE_SEED_REACH` times the experiment's own seed spread where that is wider
+(:func:`close_gap`): one seed a side cannot tell a smaller difference from the luck of the runs.
+The reference runs give both variants of such a claim :data:`FIRM_SEEDS` seeds; the findings'
+header and ``nmtlib report`` name the variants whose config still gives them fewer.
 
 Metrics (the ``metric`` column names each, from :data:`nmtlib.report.metrics.METRICS`): BLEU is
 tokenized BLEU on the test set before unknown-word replacement (the unknown-word claim compares
@@ -76,6 +78,10 @@ SMALL_LOSS = 1.0
 #: FIRM_SEEDS seeds on both sides (:func:`seeds_wanted`)
 CLOSE_GAP = 2.0
 FIRM_SEEDS = 3
+#: how many seed standard deviations s apart two sides of one seed each must be before a 95% interval
+#: can leave out zero: their difference varies by s√2 from seed to seed, and the interval reaches about
+#: twice that (:func:`close_gap`)
+ONE_SEED_REACH = 2 * math.sqrt(2)
 
 BETTER = Criterion(0.0, True, "A − B > 0")
 NOT_WORSE = Criterion(0.0, False, "A − B ≥ 0")
@@ -622,8 +628,10 @@ def seeds_advice(wanted: dict[str, list[str]], gap: float = CLOSE_GAP, seeds: in
         return ""
     claims = len({c for cs in wanted.values() for c in cs})
     names = ", ".join(f"`{n}`" for n in wanted)
+    why = (f" ({ONE_SEED_REACH:.1f} times the seeds' standard deviation here: one seed a side cannot tell a smaller "
+           "difference from the luck of the runs)" if gap > CLOSE_GAP else "")
     return (f"{claims} BLEU {('claim compares', 'claims compare')[claims != 1]} variants under {gap:g} BLEU "
-            f"apart, with fewer than {seeds} seeds on a side: to firm up {('its', 'their')[claims != 1]} "
+            f"apart{why}, with fewer than {seeds} seeds on a side: to firm up {('its', 'their')[claims != 1]} "
             f"{('verdict', 'verdicts')[claims != 1]}, give {names} `seeds: "
             f"[{', '.join(str(k + 1) for k in range(seeds))}]` in the experiment's config.")
 
@@ -638,21 +646,42 @@ CRITERIA = (
 )
 
 
-def seed_spread(summary: pd.DataFrame, metric: str = BLEU) -> str:
-    """How far one model's ``metric`` moves from seed to seed in this experiment, in a sentence: the
-    standard deviation pooled over the summary's variants with several runs (:func:`pool`), the spread
-    a side of one seed is given in the findings; empty where no variant has two runs."""
+class Spread(NamedTuple):
+    """How far one model's metric moves from seed to seed in an experiment (:func:`pooled_spread`)."""
+
+    sd: float  #: the standard deviation pooled over the variants with several runs
+    df: float  #: its degrees of freedom
+    variants: int  #: how many variants it is pooled over
+
+
+def pooled_spread(summary: pd.DataFrame, metric: str = BLEU) -> Spread | None:
+    """The seeds' standard deviation of ``metric``, pooled over the summary's variants with several
+    runs (:func:`pool`): the spread a side of one seed is given in the findings; None where no
+    variant has two."""
     sd = f"{metric}{SD}"
     if sd not in summary.columns:
-        return ""
+        return None
     rows = summary[(summary["runs"] > 1) & summary[sd].notna()]
     pooled = pool((int(r["runs"]), float(r[sd]) ** 2) for _, r in rows.iterrows())
-    if pooled is None:
+    return None if pooled is None else Spread(math.sqrt(pooled[0]), pooled[1], len(rows))
+
+
+def seed_spread(summary: pd.DataFrame, metric: str = BLEU) -> str:
+    """:func:`pooled_spread` in a sentence (empty where there is none)."""
+    spread = pooled_spread(summary, metric)
+    if spread is None:
         return ""
-    variance, df = pooled
-    return (f"Seed to seed, one model's {METRICS[metric].label} has a standard deviation of {math.sqrt(variance):.2f} "
-            f"here, pooled over the {counted(len(rows), 'variant')} with several seeds scored ({df:g} degrees of "
-            "freedom): the spread a side of one seed is given.")
+    return (f"Seed to seed, one model's {METRICS[metric].label} has a standard deviation of {spread.sd:.2f} "
+            f"here, pooled over the {counted(spread.variants, 'variant')} with several seeds scored ({spread.df:g} "
+            "degrees of freedom): the spread a side of one seed is given.")
+
+
+def close_gap(summary: pd.DataFrame) -> float:
+    """Under how many BLEU points two variants are close (:func:`seeds_wanted`): :data:`CLOSE_GAP`, or
+    :data:`ONE_SEED_REACH` times the experiment's seed spread (:func:`pooled_spread`) where that is
+    wider, to one decimal."""
+    spread = pooled_spread(summary)
+    return max(CLOSE_GAP, round(ONE_SEED_REACH * spread.sd, 1)) if spread is not None else CLOSE_GAP
 
 
 def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path, summary: pd.DataFrame) -> TableHtml:
@@ -668,7 +697,8 @@ def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path, summa
               f"the 95% interval of ours_diff and p_value its p-value; {seeds}.")
     if spread := seed_spread(summary):
         header += " " + spread
-    advice = seeds_advice(seeds_wanted(df, spec))
+    gap = close_gap(summary)
+    advice = seeds_advice(seeds_wanted(df, spec, gap), gap)
     if advice:
         header += " " + advice
     return write_table(df, path_csv, f"The papers' claims on experiment {spec.experiment}", CRITERIA, header)
