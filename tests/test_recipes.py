@@ -77,14 +77,13 @@ from nmtlib.report.tables import Builder
 def toy_table1(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFrame:
     b = Builder(spec, ours, table)
     rows = []
-    for prow in table.rows:
-        for name in b.names(prow):
-            rows.append(b.finish(prow, {
-                "row": prow.key, "system": prow.label,
-                "paper_bleu": prow.values.get("bleu"),
-                "ours_bleu_before_unk_replace": ours.value(name, "bleu_before_unk_replace"),
-                "ours_from": b.ours_from(name),
-            }, name))
+    for prow, name in b.each():
+        rows.append(b.finish(prow, {
+            "row": prow.key, "system": prow.label,
+            "paper_bleu": prow.values.get("bleu"),
+            "ours_bleu_before_unk_replace": ours.value(name, "bleu_before_unk_replace"),
+            "ours_from": b.ours_from(name),
+        }, name))
     return pd.DataFrame(rows)
 '''
 
