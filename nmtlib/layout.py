@@ -49,6 +49,27 @@ TRANSLATION_SUFFIXES = (RAW_TEXT, REPLACED_TEXT, DETAILS)
 #: the split whose translations are scored, the only one the workflow decodes
 TEST = "test"
 
+#: the ``{run}`` of an ensemble's outputs; a model's is its seed's (:func:`seed_run`)
+ENSEMBLE_RUN = "ensemble"
+
+
+def seed_run(seed: int | str) -> str:
+    """The ``{run}`` of the model trained with ``seed``: ``seed3`` (``"{seed}"`` gives the wildcard)."""
+    return f"seed{seed}"
+
+
+def run_seed(run: str) -> int | None:
+    """The seed of a ``{run}`` that :func:`seed_run` named (None: an ensemble's, or any other)."""
+    number = run.removeprefix("seed")
+    return int(number) if number != run and number.isdigit() else None
+
+
+def run_order(run: str) -> tuple[int, str]:
+    """Runs in the order of their seeds (``seed2`` before ``seed10``), any other run after them."""
+    seed = run_seed(run)
+    return (1 << 30 if seed is None else seed, run)
+
+
 #: the files of a model folder (``nmtlib train --out``): the weights, the learning curve and the
 #: record of how the model was trained (:mod:`nmtlib.provenance`)
 MODEL, TRAIN_LOG, RECORD = "model.pt", "train_log.csv", "env.json"

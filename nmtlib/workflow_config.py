@@ -24,7 +24,7 @@ import yaml
 from nmtlib.config import (ConfigError, is_number, DecodeConfig, ModelConfig, TrainConfig, VariantConfig, closest,
                            did_you_mean, estimate_parameters, options_schema, resolve_variant, setting_name,
                            yaml_number_hint)
-from nmtlib.layout import Layout
+from nmtlib.layout import Layout, seed_run
 from nmtlib.words import and_list, counted
 
 
@@ -433,8 +433,8 @@ def train_files(config: dict[str, Any], variants: dict[str, VariantConfig], name
     files = layout.train_inputs()
     parent = variants[name].finetune_from
     if parent is not None:
-        files["init"] = layout.model(parent, f"seed{seed}")
-    files["out"] = layout.model_dir(name, f"seed{seed}")
+        files["init"] = layout.model(parent, seed_run(seed))
+    files["out"] = layout.model_dir(name, seed_run(seed))
     return files
 
 

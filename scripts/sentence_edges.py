@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from nmtlib.files import read_lines
+from nmtlib.layout import RAW_TEXT, TEST, Layout, seed_run
 from nmtlib.report.significance import resample_indices
 
 #: positions counted from each end
@@ -80,12 +81,13 @@ def main() -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[1],
                    help="seeds whose translations are taken together (sentences stacked, resampled in pairs)")
     args = p.parse_args()
-    refs = read_lines(args.results / "data" / "test.tgt")
+    layout = Layout(args.results)
+    refs = read_lines(layout.data(TEST, "tgt"))
     found = {}
     for spec in args.runs:
         variant, setting = spec.split(":")
         found[spec] = np.concatenate([
-            matrix(read_lines(args.results / "translations" / variant / f"seed{s}" / f"test.{setting}.txt"), refs)
+            matrix(read_lines(layout.translation(variant, seed_run(s), setting, RAW_TEXT)), refs)
             for s in args.seeds])
     heads = [f"start {k}" for k in range(1, DEPTH + 1)] + [f"end {k}" for k in range(1, DEPTH + 1)]
     seeds = ", ".join(map(str, args.seeds))

@@ -21,7 +21,8 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
 from nmtlib.report.findings import (FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED, close_gap, counts,
-                                    findings_table, seed_spread, seeds_advice, seeds_wanted, verdict_summary)
+                                    findings_table, pooled_spread, seed_spread, seeds_advice, seeds_wanted,
+                                    verdict_summary)
 from test_report import TGT, _spans, make_experiment, run_report
 
 #: every other word wrong: a poor translation of test_report's references
@@ -569,9 +570,9 @@ def test_close_is_measured_against_the_seeds_spread_where_that_is_wider():
         return pd.DataFrame({"variant": ["a", "b", "c"], "runs": [3, 3, 1] if sd is not None else [1, 1, 1],
                              "bleu_before_unk_replace_sd": [sd, sd, np.nan]})
 
-    assert close_gap(summary(1.88)) == 5.3
-    assert close_gap(summary(0.5)) == 2.0
-    assert close_gap(summary(None)) == 2.0
+    assert close_gap(pooled_spread(summary(1.88))) == 5.3
+    assert close_gap(pooled_spread(summary(0.5))) == 2.0
+    assert close_gap(pooled_spread(summary(None))) == 2.0
     assert "(2.8 times the seeds' standard deviation here" in seeds_advice({"a": ["claim"]}, 5.3)
     assert "standard deviation" not in seeds_advice({"a": ["claim"]}, 2.0)
 
@@ -622,9 +623,9 @@ def test_the_seeds_spread_is_pooled_over_the_variants_with_several_runs():
                             "bleu_before_unk_replace": [11.0, 21.0, 5.0, 30.0],
                             "bleu_before_unk_replace_sd": [np.std([10, 12], ddof=1), np.std([20, 21, 22], ddof=1),
                                                            np.nan, np.nan]})
-    spread = seed_spread(summary)
+    spread = seed_spread(pooled_spread(summary))
     assert "standard deviation of 1.15 here, pooled over the 2 variants with several seeds scored (3 degrees" in spread
     assert spread.startswith("Seed to seed, one model's test BLEU before unk replacement")
     # one run everywhere (no _sd column, or only empty ones): nothing to say
-    assert seed_spread(summary[summary.runs == 1]) == ""
-    assert seed_spread(summary.drop(columns="bleu_before_unk_replace_sd")) == ""
+    assert seed_spread(pooled_spread(summary[summary.runs == 1])) == ""
+    assert seed_spread(pooled_spread(summary.drop(columns="bleu_before_unk_replace_sd"))) == ""

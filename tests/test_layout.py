@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from conftest import ROOT
-from nmtlib.layout import Layout, Logs, settings_beside
+from nmtlib.layout import ENSEMBLE_RUN, Layout, Logs, run_order, run_seed, seed_run, settings_beside
 from nmtlib.provenance import ROLES
 
 PACKAGE = ROOT / "nmtlib"
@@ -124,3 +124,14 @@ def test_the_resume_state_is_where_the_trainer_writes_it():
     results = Layout(Path("/r"))
     paths = TrainPaths(*[Path("unused")] * 6, out_dir=results.model_dir("v", "seed2"))
     assert results.resume_state("v", "seed2") == paths.last
+
+
+def test_a_run_names_its_seed_and_runs_sort_by_seed():
+    """seed_run and run_seed are inverse; seeds sort as numbers (seed2 before seed10, not as text),
+    the ensemble after every seed; a folder not of this layout has no seed."""
+    assert [seed_run(k) for k in (1, 10)] == ["seed1", "seed10"]
+    assert seed_run("{seed}") == "seed{seed}"  # the workflow's wildcard
+    assert [run_seed(r) for r in ("seed1", "seed10", ENSEMBLE_RUN, "seed", "seedx", "best")] == [1, 10, None, None,
+                                                                                               None, None]
+    assert sorted(["seed10", ENSEMBLE_RUN, "seed2", "seed1"], key=run_order) == ["seed1", "seed2", "seed10",
+                                                                                 ENSEMBLE_RUN]

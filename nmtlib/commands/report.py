@@ -62,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.errors import NmtlibError
     from nmtlib.layout import Layout
     from nmtlib.report import collect, figures
-    from nmtlib.report.findings import (close_gap, findings_table, seeds_advice, seeds_wanted, verdict_summary,
-                                        write_findings)
+    from nmtlib.report.findings import (close_gap, findings_table, pooled_spread, seeds_advice, seeds_wanted,
+                                        verdict_summary, write_findings)
     from nmtlib.report.page import claims_table, write_landing
     from nmtlib.report.paper import PaperRowError, figure_groups
     from nmtlib.report.tables import write_paper_tables, write_summary
@@ -93,8 +93,9 @@ def run(args: argparse.Namespace) -> int:
     except PaperRowError as err:
         raise NmtlibError(str(err)) from None
     written = [*OVERVIEW, *paper]
+    spread = pooled_spread(summary)  # the seeds' spread of BLEU: the findings' header and the advice read it
     # the landing page shows the claims table that reads first; findings.html has every column
-    landing = {"findings": dataclasses.replace(write_findings(findings, spec, out.table("findings"), summary),
+    landing = {"findings": dataclasses.replace(write_findings(findings, spec, out.table("findings"), spread),
                                                table=claims_table(findings)),
                "summary": write_summary(summary, spec, out.table("summary"))}
 
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     src, tgt = collect.test_sentences(spec, "src"), collect.test_sentences(spec, "tgt")
     matrices, labels = {}, {}
     for name in collect.attention_selection(spec):
-        path = spec.layout.attention(name, f"seed{spec.seeds_of(name)[0]}")
+        path = spec.layout.attention(name, spec.runs(name)[0])
         if path.exists():
             with np.load(path) as npz:
                 matrices[name] = {i: npz[str(i)] for i in sentences if str(i) in npz.files}
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{spec.experiment}: {counted(untrained, 'model')} to train, about {about} one at a time (each "
               f"variant's epochs at the {per_epoch / 60:.1f} min an epoch took the models trained so far)",
               file=sys.stderr)
-    gap = close_gap(summary)
+    gap = close_gap(spread)
     wanted = seeds_wanted(findings, spec, gap)
     if wanted:  # said where the one reading the run looks, beside the findings' header that says it too
         print(seeds_advice(wanted, gap), file=sys.stderr)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from nmtlib.config import parse_setting
 from nmtlib.errors import NmtlibError
-from nmtlib.layout import DETAILS, Layout
+from nmtlib.layout import DETAILS, ENSEMBLE_RUN, Layout, seed_run
 from nmtlib.provenance import differences, read_record, recorded_files
 from nmtlib.registry import ATTENTION_NAMES, is_gated
 from nmtlib.report.metrics import METRICS, MODEL, TRANSLATION, RunFiles, metrics_in
@@ -46,7 +46,7 @@ class ExperimentSpec:
         return cls(**raw)
 
     def runs(self, name: str) -> list[str]:
-        return ["ensemble"] if name in self.ensembles else [f"seed{s}" for s in self.seeds_of(name)]
+        return [ENSEMBLE_RUN] if name in self.ensembles else [seed_run(s) for s in self.seeds_of(name)]
 
     def seeds_of(self, name: str) -> list[int]:
         """The seeds variant ``name`` was trained with."""
@@ -513,7 +513,7 @@ def vision_spans(spec: ExperimentSpec, count: int = 4) -> dict[str, Any]:
     def one(name: str, tau: float | None) -> dict[str, Any] | None:
         """``name``'s series at ``tau``, or None where its first seed has no per-step windows."""
         setting = next(s for s in spec.settings[name] if parse_tau(s) == tau)
-        details = translation_details(spec, name, f"seed{spec.seeds_of(name)[0]}", setting)
+        details = translation_details(spec, name, spec.runs(name)[0], setting)
         if not details or "window_per_step" not in details[0]:
             return None
         by_id = {d["id"]: d["window_per_step"] for d in details}
@@ -562,7 +562,7 @@ def check_models(spec: ExperimentSpec) -> None:
     digests: dict[str, str] = {}  # each experiment file hashed once
     for name, variant in spec.variants.items():
         for seed in spec.seeds_of(name):
-            folder = spec.layout.model_dir(name, f"seed{seed}")
+            folder = spec.layout.model_dir(name, seed_run(seed))
             try:
                 record = read_record(folder)
             except ValueError as err:

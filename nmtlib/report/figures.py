@@ -29,7 +29,7 @@ from PIL import Image  # noqa: E402
 
 from nmtlib.atomic import atomic_write  # noqa: E402
 from nmtlib.errors import NmtlibError  # noqa: E402
-from nmtlib.layout import Layout  # noqa: E402
+from nmtlib.layout import Layout, run_order  # noqa: E402
 from nmtlib.report.collect import attention_order  # noqa: E402
 from nmtlib.report.paper import OTHER_GROUP  # noqa: E402
 
@@ -136,12 +136,6 @@ def _grid(panels: dict[str, list[str]], title: str, sharey: bool) -> tuple[plt.F
     return fig, axes[:len(panels)]
 
 
-def _seed_order(run: str) -> tuple[int, str]:
-    """Runs in the order of their seeds (``seed2`` before ``seed10``), any other run after them."""
-    number = run.removeprefix("seed")
-    return (int(number) if number.isdigit() else 1 << 30, run)
-
-
 @_any_script
 def learning_curves(curves: pd.DataFrame, path: Path, title: str = "Learning curves (Luong et al. 2015, Fig. 5)",
                     groups: Mapping[str, str] | None = None) -> None:
@@ -157,7 +151,7 @@ def learning_curves(curves: pd.DataFrame, path: Path, title: str = "Learning cur
     panels = _panels(list(dict.fromkeys(curves["variant"])), len(curves.groupby(["variant", "run"])), groups)
     fig, axes = _grid(panels, title, sharey=True)
     # seed k's line style is the same in every panel and experiment, whichever seeds have logs yet
-    styles = {r: ["-", "--", ":", "-."][i % 4] for i, r in enumerate(sorted(set(curves["run"]), key=_seed_order))}
+    styles = {r: ["-", "--", ":", "-."][i % 4] for i, r in enumerate(sorted(set(curves["run"]), key=run_order))}
     several = curves["run"].nunique() > 1
     has_updates = "updates" in curves
     for ax, variants in zip(axes, panels.values()):

@@ -666,9 +666,8 @@ def pooled_spread(summary: pd.DataFrame, metric: str = BLEU) -> Spread | None:
     return None if pooled is None else Spread(math.sqrt(pooled[0]), pooled[1], len(rows))
 
 
-def seed_spread(summary: pd.DataFrame, metric: str = BLEU) -> str:
-    """:func:`pooled_spread` in a sentence (empty where there is none)."""
-    spread = pooled_spread(summary, metric)
+def seed_spread(spread: Spread | None, metric: str = BLEU) -> str:
+    """:func:`pooled_spread` of ``metric`` in a sentence (empty where there is none)."""
     if spread is None:
         return ""
     return (f"Seed to seed, one model's {METRICS[metric].label} has a standard deviation of {spread.sd:.2f} "
@@ -676,17 +675,17 @@ def seed_spread(summary: pd.DataFrame, metric: str = BLEU) -> str:
             "degrees of freedom): the spread a side of one seed is given.")
 
 
-def close_gap(summary: pd.DataFrame) -> float:
+def close_gap(spread: Spread | None) -> float:
     """Under how many BLEU points two variants are close (:func:`seeds_wanted`): :data:`CLOSE_GAP`, or
-    :data:`ONE_SEED_REACH` times the experiment's seed spread (:func:`pooled_spread`) where that is
-    wider, to one decimal."""
-    spread = pooled_spread(summary)
+    :data:`ONE_SEED_REACH` times the experiment's seed spread of BLEU (:func:`pooled_spread`) where
+    that is wider, to one decimal."""
     return max(CLOSE_GAP, round(ONE_SEED_REACH * spread.sd, 1)) if spread is not None else CLOSE_GAP
 
 
-def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path, summary: pd.DataFrame) -> TableHtml:
-    """``findings.csv`` and its renderings, with the verdicts counted in the header and the seeds'
-    spread (:func:`seed_spread`, from the experiment's ``summary``); returns the HTML rendering's parts."""
+def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path, spread: Spread | None) -> TableHtml:
+    """``findings.csv`` and its renderings, with the verdicts counted in the header, the seeds'
+    ``spread`` of BLEU (:func:`pooled_spread`) and the seeds it advises; returns the HTML rendering's
+    parts."""
     seeds = ("ours_a and ours_b are means over seeds (± their standard deviation)" if spec.several_seeds() else
              "one seed: the interval covers the test sentences, not the run-to-run spread")
     header = (smoke_header(spec) +
@@ -695,9 +694,9 @@ def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path, summa
               f"of the papers' claims, {verdict_summary(df)} by this experiment's variants. A and B are the two rows "
               f"compared; paper_diff and ours_diff are A − B (the paper's on the paper's data), ci_low and ci_high "
               f"the 95% interval of ours_diff and p_value its p-value; {seeds}.")
-    if spread := seed_spread(summary):
-        header += " " + spread
-    gap = close_gap(summary)
+    if sentence := seed_spread(spread):
+        header += " " + sentence
+    gap = close_gap(spread)
     advice = seeds_advice(seeds_wanted(df, spec, gap), gap)
     if advice:
         header += " " + advice

@@ -51,7 +51,7 @@ from nmtlib.layout import RAW_TEXT, Layout, Logs
 from nmtlib.origin import TRAINER, training_code
 from nmtlib.provenance import machine, starts
 from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
-from nmtlib.report.findings import CRITERIA, seed_spread, verdict_summary
+from nmtlib.report.findings import CRITERIA, pooled_spread, seed_spread, verdict_summary
 from nmtlib.report.index import (PAGE_BLEU, beside_section, finding_cells, published_table, read_findings,
                                  results_index)
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
@@ -217,7 +217,7 @@ def findings_section(findings: pd.DataFrame, summary: pd.DataFrame, ribes: bool 
                 "is one side of this pair, and RIBES, which sees word order, is its second metric" if ribes else "")
              + "; the rows compared, both sides' numbers, the p-values, the chrF and RIBES "
              "comparisons and the notes are in [findings.csv]({stem}/findings.csv)."
-             + (f" {spread}" if (spread := seed_spread(summary)) else ""), ""]
+             + (f" {spread}" if (spread := seed_spread(pooled_spread(summary))) else ""), ""]
     if rows:
         lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), ""]
     untested = findings[findings["verdict"] == UNTESTED]

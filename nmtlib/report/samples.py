@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from nmtlib.files import read_lines
-from nmtlib.layout import RAW_TEXT, Layout
+from nmtlib.layout import RAW_TEXT, Layout, run_order, run_seed
 from nmtlib.report.tables import MISSING
 
 
@@ -34,11 +34,6 @@ def sample_sentences(source: list[str]) -> list[tuple[int, str]]:
         return [(lengths.index(longest), f"the median and the longest source, {longest} words")]
     return [(lengths.index(median), f"median source length, {median} words"),
             (lengths.index(longest), f"the longest source, {longest} words")]
-
-
-def _run_order(run: str) -> tuple[int, str]:
-    """seed1 < seed2 < seed10 (the files come sorted as text)."""
-    return len(run), run
 
 
 def markdown_text(text: str) -> str:
@@ -61,8 +56,8 @@ def samples_section(published: Layout[Path], summary: pd.DataFrame, source: Path
         variant, setting = str(row["variant"]), str(row["setting"])
         found = published.found(published.translation(variant, "*", setting, RAW_TEXT))
         if found:
-            path, (run,) = min(found, key=lambda f: _run_order(f[1][0]))
-            outputs.append((variant if run in ("seed1", "ensemble") else f"{variant} ({run})", read_lines(path)))
+            path, (run,) = min(found, key=lambda f: run_order(f[1][0]))
+            outputs.append((variant if run_seed(run) in (1, None) else f"{variant} ({run})", read_lines(path)))
     picks = sample_sentences(src)
     if not outputs or not picks:
         return []

@@ -14,7 +14,7 @@ from snakemake.exceptions import WorkflowError
 from nmtlib.commands.report import FIGURES as REPORT_FIGURES
 from nmtlib.commands.report import PAPER_TABLES, tables_written
 from nmtlib.config import LABEL_KEYS, SETTING_PATTERN, ConfigError, run_settings
-from nmtlib.layout import Layout, Logs, TRANSLATION_SUFFIXES
+from nmtlib.layout import ENSEMBLE_RUN, TRANSLATION_SUFFIXES, Layout, Logs, seed_run
 from nmtlib.locks import FolderBusy, hold
 from nmtlib.report.page import ENTRIES as REPORT_ENTRIES
 from nmtlib.workflow_config import (cannot_train_here, check_config_files, decoding_settings, gpu_resources,
@@ -79,7 +79,7 @@ FIRST_SEED_PRIORITY = 1
 def train_priority(wildcards) -> int:
     """RESUME_PRIORITY for a training whose resume state is on disk, FIRST_SEED_PRIORITY for the
     first of a variant's seeds, else 0."""
-    if os.path.exists(RESULTS.resume_state(wildcards.variant, f"seed{wildcards.seed}")):
+    if os.path.exists(RESULTS.resume_state(wildcards.variant, seed_run(wildcards.seed))):
         return RESUME_PRIORITY
     return FIRST_SEED_PRIORITY if int(wildcards.seed) == seeds(wildcards.variant)[0] else 0
 
@@ -136,7 +136,7 @@ def seeds(name):
 
 
 def runs(name):
-    return ["ensemble"] if name in ENSEMBLES else [f"seed{s}" for s in seeds(name)]
+    return [ENSEMBLE_RUN] if name in ENSEMBLES else [seed_run(s) for s in seeds(name)]
 
 
 def has_attention(name):
@@ -255,7 +255,7 @@ def train_inputs(wildcards):
 def model_paths(name, run):
     """Checkpoints that decode ``name``/``run``: one model, or every seed of every ensemble member."""
     if name in ENSEMBLES:
-        return [RESULTS.model(m, f"seed{s}") for m in ENSEMBLES[name] for s in seeds(m)]
+        return [RESULTS.model(m, seed_run(s)) for m in ENSEMBLES[name] for s in seeds(m)]
     return [RESULTS.model(name, run)]
 
 
@@ -290,21 +290,21 @@ def score_files():
 
 
 def ppl_files():
-    return [RESULTS.scores(v, f"seed{s}", "ppl") for v in VARIANTS for s in seeds(v)]
+    return [RESULTS.scores(v, seed_run(s), "ppl") for v in VARIANTS for s in seeds(v)]
 
 
 def aer_files():
     if gold_alignments() is None:
         return []
-    return [RESULTS.scores(v, f"seed{s}", "aer") for v in VARIANTS if has_attention(v) for s in seeds(v)]
+    return [RESULTS.scores(v, seed_run(s), "aer") for v in VARIANTS if has_attention(v) for s in seeds(v)]
 
 
 def attention_files():
-    return [RESULTS.attention(v, f"seed{s}") for v in VARIANTS if has_attention(v) for s in seeds(v)]
+    return [RESULTS.attention(v, seed_run(s)) for v in VARIANTS if has_attention(v) for s in seeds(v)]
 
 
 def train_logs():
-    return [RESULTS.train_log(v, f"seed{s}") for v in VARIANTS for s in seeds(v)]
+    return [RESULTS.train_log(v, seed_run(s)) for v in VARIANTS for s in seeds(v)]
 
 
 def translation_details():
