@@ -167,16 +167,26 @@ def test_no_interval_is_inconclusive():
 def test_a_one_seed_side_takes_the_pooled_seed_variance():
     """Variants of seeds (10, 12) and (20, 21, 22): variances 2 and 1 on 1 and 2 degrees of freedom,
     pooled (1·2 + 2·1) / 3 = 4/3 on 3. One run a side, nothing to resample: before, no interval at
-    all; now 30 − 28 ± t(df) × se with se = sqrt(4/3 + 4/3), df = (8/3)² / (2 (4/3)² / 3) = 6."""
+    all; now 30 − 28 ± t(df) × se with se = sqrt(4/3 + 4/3). Both sides' variance is the one pooled
+    estimate, a scaled χ² of 3 degrees of freedom, so (A − B − δ) / se is Student's t of df = 3
+    exactly (not Welch–Satterthwaite's 6, which would treat the two as estimated apart)."""
     from nmtlib.report.significance import pooled_seed_variance
 
     assert pooled_seed_variance([[10.0, 12.0], [20.0, 21.0, 22.0], [5.0]]) == (pytest.approx(4 / 3), 3.0)
     assert pooled_seed_variance([[5.0], [6.0]]) is None
     pooled = (4 / 3, 3.0)
     got = compare([Sample(30.0, np.empty(0))], [Sample(28.0, np.empty(0))], pooled=(pooled, pooled))
-    half = 2.4469 * (8 / 3) ** 0.5  # t(0.975, 6)
-    assert got.seed_df == pytest.approx(6.0)
-    assert got.low == pytest.approx(2 - half, abs=0.3) and got.high == pytest.approx(2 + half, abs=0.3)
+    half = 3.1824 * (8 / 3) ** 0.5  # t(0.975, 3)
+    assert got.seed_df == pytest.approx(3.0)
+    # an ensemble against one seed: the seed's side alone has a spread, 4/3 on the same 3
+    single = compare([Sample(30.0, np.empty(0))], [Sample(28.0, np.empty(0))], pooled=(pooled, None))
+    assert single.seed_df == pytest.approx(3.0)
+    # two pools (two metrics' spreads) are two estimates: Welch–Satterthwaite, (4/3 + 1)² / ((4/3)²/3 + 1²/5)
+    other = compare([Sample(30.0, np.empty(0))], [Sample(28.0, np.empty(0))], pooled=(pooled, (1.0, 5.0)))
+    assert other.seed_df == pytest.approx((7 / 3) ** 2 / ((4 / 3) ** 2 / 3 + 1 / 5))
+    # 1,000 draws of t(3), whose tails are heavy: its 2.5% quantile is within about 0.3 of the exact
+    # one (sd of a sample quantile: sqrt(p (1 − p) / n) / density), 0.5 once scaled by se = 1.63
+    assert got.low == pytest.approx(2 - half, abs=1.0) and got.high == pytest.approx(2 + half, abs=1.0)
     # a side of three seeds keeps its own spread; only the one-run side borrows
     three = [Sample(v, np.empty(0)) for v in (27.0, 28.0, 29.0)]
     mixed = compare([Sample(30.0, np.empty(0))], three, pooled=(pooled, pooled))

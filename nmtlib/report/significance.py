@@ -178,7 +178,9 @@ def pooled_seed_variance(groups: Iterable[Sequence[float]]) -> Pooled | None:
 def _seed_term(a: Sequence[float], b: Sequence[float], paired: bool, relative: bool,
                pooled: tuple[Pooled | None, Pooled | None] = (None, None)) -> tuple[float, float] | None:
     """(standard error, degrees of freedom) of the difference of the seed means; None without spread.
-    A side of one run (unpaired) takes its seed variance from ``pooled`` (A's, B's) where given."""
+    A side of one run (unpaired) takes its seed variance from ``pooled`` (A's, B's) where given; two
+    such sides that take the same pooled variance rest on one estimate, with its degrees of freedom
+    (Welch–Satterthwaite would count them twice, as if the two were estimated apart)."""
     if paired:
         d = [_diff(x, y, relative) for x, y in zip(a, b)]
         if len(d) < 2:
@@ -189,6 +191,8 @@ def _seed_term(a: Sequence[float], b: Sequence[float], paired: bool, relative: b
         raise ValueError("a relative comparison needs runs paired by seed")
     parts = [(float(np.var(x, ddof=1)) / len(x), len(x) - 1.0) if len(x) > 1 else spread
              for x, spread in zip((a, b), pooled) if len(x) > 1 or (len(x) == 1 and spread is not None)]
+    if len(parts) == 2 and len(a) == len(b) == 1 and pooled[0] == pooled[1]:
+        parts = [(parts[0][0] + parts[1][0], parts[0][1])]
     var = sum(v for v, _ in parts)
     if var <= 0:
         return None
