@@ -20,9 +20,9 @@ import pytest
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
-from nmtlib.report.findings import (FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED, close_gap, counts,
-                                    findings_table, pooled_spread, seed_spread, seeds_advice, seeds_wanted,
+from nmtlib.report.findings import (FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED, counts, findings_table,
                                     verdict_summary)
+from nmtlib.report.seeds import close_gap, pooled_spread, seed_spread, seeds_advice, seeds_wanted
 from test_report import TGT, _spans, make_experiment, run_report
 
 #: every other word wrong: a poor translation of test_report's references

@@ -417,7 +417,8 @@ def test_the_index_sets_every_published_page_and_its_claims_side_by_side(tmp_pat
     text = index.read_text(encoding="utf-8")
     table = [[c.strip() for c in line.strip("|").split("|")] for line in text.split("## ")[0].splitlines()
              if line.startswith("|") and not line.startswith("|:")]
-    assert table[0][:4] == ["page", "variants with results", "models scored", "best variant (test BLEU)"]
+    assert table[0][:5] == ["page", "variants with results", "models scored", "best variant (test BLEU)",
+                            "seed to seed (BLEU sd)"]
     summary = pd.read_csv(results / "tables" / "summary.csv")
     single = summary[summary["attention"] != "ensemble"]
     # flex-ft and base have translations (2 seeds each); flex-ft's are the references themselves: 100 BLEU
@@ -427,9 +428,14 @@ def test_the_index_sets_every_published_page_and_its_claims_side_by_side(tmp_pat
     assert table[1][:3] == ["[Unit, forward](results/unit.md)", f"{with_results} of {len(single)}, 1 ensemble",
                             str(int(single["runs"].sum()))]
     assert table[1][3] == "flex-ft: 100.00 ± 0.00 (2 seeds)"
+    # the seeds' spread: every variant of several seeds, its variance weighted by its runs − 1
+    several = summary[(summary["runs"] > 1) & summary["bleu_before_unk_replace_sd"].notna()]
+    weights = several["runs"] - 1
+    sd = (weights * several["bleu_before_unk_replace_sd"] ** 2).sum() / weights.sum()
+    assert table[1][4] == f"{sd ** 0.5:.2f} ({weights.sum()} df)"
     verdicts = findings["verdict"].value_counts()
     assert table[2][0] == "[Reference results: unit-back](results/unit-back.md)"
-    assert table[2][4].split(" / ")[:2] == [str(verdicts.get("holds", 0)), str(verdicts.get("does not hold", 0))]
+    assert table[2][5].split(" / ")[:2] == [str(verdicts.get("holds", 0)), str(verdicts.get("does not hold", 0))]
     matrix = [[c.strip() for c in line.strip("|").split("|")] for line in text.split("## The papers' claims")[1]
               .splitlines() if line.startswith("|") and not line.startswith("|:")]
     assert matrix[0] == ["claim", "unit", "unit-back"]

@@ -62,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.errors import NmtlibError
     from nmtlib.layout import Layout
     from nmtlib.report import collect, figures
-    from nmtlib.report.findings import (close_gap, findings_table, pooled_spread, seeds_advice, seeds_wanted,
-                                        verdict_summary, write_findings)
+    from nmtlib.report.findings import findings_table, verdict_summary, write_findings
+    from nmtlib.report.seeds import close_gap, pooled_spread, seeds_advice, seeds_wanted
     from nmtlib.report.page import claims_table, write_landing
     from nmtlib.report.paper import PaperRowError, figure_groups
     from nmtlib.report.tables import write_paper_tables, write_summary

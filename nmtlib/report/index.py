@@ -22,7 +22,8 @@ import pandas as pd
 from nmtlib.atomic import atomic_write
 from nmtlib.files import read_lines
 from nmtlib.layout import Layout
-from nmtlib.report.findings import claim_name, counts, seeds_cell
+from nmtlib.report.findings import claim_name, counts
+from nmtlib.report.seeds import ONE_SEED_REACH, pooled_spread, seeds_cell
 from nmtlib.report.significance import NO_VERDICT, UNTESTED, VERDICTS
 from nmtlib.report.tables import MISSING
 from nmtlib.words import and_list, counted
@@ -160,10 +161,15 @@ def results_index(folder: Path) -> Path:
                                               + (f", {counted(len(ensembles), 'ensemble')}"
                                                  if len(ensembles) else ""),
                      "models scored": str(int(runs.sum())), "best variant (test BLEU)": best,
+                     "seed to seed (BLEU sd)": _seed_spread_cell(summary),
                      f"claims: {' / '.join(shown)}": " / ".join(str(c[v]) for v in shown)})
     lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), "",
               "*Best variant*: the highest mean test BLEU over a variant's seeds (tokenized, before unknown-word "
-              "replacement, τ = ∞), ± the standard deviation over them.", ""]
+              "replacement, τ = ∞), ± the standard deviation over them. *Seed to seed*: how far one model's test "
+              "BLEU moves when it is trained again with another seed, the standard deviation pooled over the "
+              "page's variants with several seeds, with its degrees of freedom (a dash: one seed throughout); a "
+              f"verdict of a side of one seed takes it in, and a difference under about {ONE_SEED_REACH:.1f} times it "
+              "needs more than one seed a side.", ""]
     claims = _tested_claims(f for _, _, f in pages.values())
     lines += ["## The papers' claims across experiments", ""]
     if not claims:
@@ -181,6 +187,12 @@ def results_index(folder: Path) -> Path:
               "direction and why a claim is not tested are on each page.", "",
               pd.DataFrame(matrix).to_markdown(index=False, disable_numparse=True)]
     return _write_index(folder, lines)
+
+
+def _seed_spread_cell(summary: pd.DataFrame) -> str:
+    """The page's pooled seed spread of BLEU (:func:`nmtlib.report.seeds.pooled_spread`), "sd (df df)"."""
+    spread = pooled_spread(summary)
+    return MISSING if spread is None else f"{spread.sd:.2f} ({spread.df:g} df)"
 
 
 def _best_variant(row: pd.Series) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from nmtlib.atomic import atomic_write
-from nmtlib.report.findings import seeds_cell
+from nmtlib.report.seeds import seeds_cell
 from nmtlib.report.paper import FIGURES as PAPER_FIGURES
 from nmtlib.report.paper import TABLES
 from nmtlib.report.significance import UNTESTED

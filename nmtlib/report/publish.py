@@ -51,7 +51,8 @@ from nmtlib.layout import RAW_TEXT, Layout, Logs
 from nmtlib.origin import TRAINER, training_code
 from nmtlib.provenance import machine, starts
 from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
-from nmtlib.report.findings import CRITERIA, pooled_spread, seed_spread, verdict_summary
+from nmtlib.report.findings import CRITERIA, verdict_summary
+from nmtlib.report.seeds import pooled_spread, seed_spread
 from nmtlib.report.index import (PAGE_BLEU, beside_section, finding_cells, published_table, read_findings,
                                  results_index)
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
