@@ -28,7 +28,8 @@ The folder of an experiment::
       test.predicted.links
     tables/{table}.csv|md|html, figures/{figure}.png
     report/landing.html, report/columns/{table}.rst the HTML report's landing page and captions' columns,
-      report/captions/{name}.rst                    and the paper tables' and figures' captions
+      report/captions/{name}.rst                    the paper tables' and figures' captions, and how many
+      report/progress.json                          runs the report found scored
 
 ``{run}`` is ``seed<k>`` or ``ensemble``; ``{setting}`` is ``beam<K>`` or ``beam<K>.tau<τ>``.
 """
@@ -233,6 +234,11 @@ class Layout(_Folder[P]):
     def landing(self) -> P:
         """The HTML report's landing page (``workflow/report/workflow.rst`` embeds it)."""
         return self._at("report", "landing.html")
+
+    def progress(self) -> P:
+        """How many of the experiment's runs the report found scored, and when it was made
+        (``nmtlib report``; ``nmtlib publish`` reads it: a page of a run still going says so)."""
+        return self._at("report", "progress.json")
 
     def columns(self, table: str) -> P:
         """A table's metric columns, for its caption (``workflow/report/<table>.rst`` includes it; a

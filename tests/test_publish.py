@@ -484,6 +484,38 @@ def test_a_claim_worded_per_direction_is_one_claim_across_experiments(tmp_path: 
                        "holds: -59.53% [-67.55%, -52.67%]", "holds: -20.00% [-25.00%, -15.00%]"]]
 
 
+def test_a_run_still_going_is_published_only_when_asked_and_the_page_says_so(tmp_path: Path, capsys) -> None:
+    """test_report's experiment: 6 variants of two seeds and an ensemble. With local-p's second seed
+    not scored, its report finds 11 of 12 models and 1 of 1 ensemble: publishing it is refused in
+    one line that says so, and nothing is written; --partial publishes it with a row saying so. A
+    report of every run scored gives no such row, and a results folder reported before the record
+    existed is asked to be reported again."""
+    import shutil
+
+    root = repository(tmp_path)
+    results = root / "results" / "unit"
+    spec = make_experiment(results)
+    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    code, out = publish(root)
+    assert code == 0 and "| state |" not in out.read_text(encoding="utf-8")
+    out.unlink()
+    shutil.rmtree(results / "scores" / "local-p" / "seed2")
+    assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
+    capsys.readouterr()
+    code, out = publish(root)
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and not out.exists()
+    assert f"{results} is a run still going: 11 of 12 models and 1 of 1 ensemble scored when its report was made (" in line
+    assert line.endswith("pass --partial to publish it as it stands (the page says so)")
+    code, out = publish(root, "--partial")
+    rows = [r for r in out.read_text(encoding="utf-8").splitlines() if r.startswith("| state |")]
+    assert code == 0 and len(rows) == 1
+    assert rows[0].startswith("| state | a run still going: 11 of 12 models and 1 of 1 ensemble scored when the report")
+    (results / "report" / "progress.json").unlink()
+    code, _ = publish(root, "--partial")
+    assert code == 2 and "progress.json does not exist (an older nmtlib report)" in capsys.readouterr().err
+
+
 def test_publish_before_the_report_is_a_one_line_error(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "nmtlib", "publish", "--results", str(tmp_path / "none"),
                           "--out", str(tmp_path / "x.md"), "--command", "c", "--hardware", "h"],

@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="another experiment whose findings the page sets beside this one's (repeatable), e.g. the "
                         f"other direction of the same corpus: its results folder ({Layout.of('<exp>').root}) or its "
                         "published page's folder (docs/results/<exp>)")
+    p.add_argument("--partial", action="store_true",
+                   help="publish a run still going as it stands (the page says how many runs were scored); without "
+                        "it, a report that found runs not scored yet is refused")
     p.set_defaults(func=run)
 
 
@@ -39,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     intro = args.intro.read_text(encoding="utf-8") if args.intro else ""
     try:
         out = results_page(args.results, args.out, args.run_command, args.hardware, args.logs, args.title, intro,
-                           tuple(args.beside))
+                           tuple(args.beside), args.partial)
     except FileNotFoundError as err:
         raise NmtlibError(str(err)) from None
     print(out)

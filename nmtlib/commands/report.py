@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"figures to {out.figures_dir()}/ (PNG), and the HTML report's landing page (the papers' "
                         f"claims, the summary: an HTML fragment that workflow/report/workflow.rst embeds) to "
                         f"{out.landing()}, each table's metric columns, for its caption, to "
-                        f"{out.columns('<table>')}, and each paper table's and figure's caption to {out.caption('<name>')}")
+                        f"{out.columns('<table>')}, each paper table's and figure's caption to {out.caption('<name>')}, and "
+                        f"how many of the experiment's runs it found scored to {out.progress()}")
     p.set_defaults(func=run)
 
 
@@ -53,6 +54,7 @@ def tables_written(paper_rows: Mapping[str, Mapping[str, Any] | None], ensembles
 
 def run(args: argparse.Namespace) -> int:
     import dataclasses
+    from datetime import datetime, timezone
 
     import numpy as np
     import pandas as pd
@@ -131,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
     write_landing(landing, out.landing())
     # the report of a run still going: how far it is, where the one reading the run looks
     done = collect.progress(spec)
+    collect.write_progress(out.progress(), done, datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M"))
     (models, planned), (ensembles, ensembles_planned) = done
     if so_far := collect.progress_description(spec, done):
         print(f"{spec.experiment}: {so_far.removeprefix('; ')}; of the papers' claims, {verdict_summary(findings)}",

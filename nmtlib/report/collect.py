@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from nmtlib.atomic import atomic_write
 from nmtlib.config import parse_setting
 from nmtlib.errors import NmtlibError
 from nmtlib.layout import DETAILS, ENSEMBLE_RUN, Layout, seed_run
@@ -153,7 +154,11 @@ def precision_description(spec: ExperimentSpec) -> str:
     return f"trained in {said[main]}" + "".join(f"; in {said[p]}: {', '.join(by[p])}" for p in others)
 
 
-def progress(spec: ExperimentSpec) -> tuple[tuple[int, int], tuple[int, int]]:
+#: (scored, planned) of an experiment's models and of its ensembles (:func:`progress`)
+Done = tuple[tuple[int, int], tuple[int, int]]
+
+
+def progress(spec: ExperimentSpec) -> Done:
     """(scored, planned) of the models (each variant's seeds) and of the ensembles: how many have
     their test translation scored at τ = ∞."""
     def scored(names: list[str]) -> tuple[int, int]:
@@ -163,16 +168,45 @@ def progress(spec: ExperimentSpec) -> tuple[tuple[int, int], tuple[int, int]]:
     return scored(list(spec.variants)), scored(list(spec.ensembles))
 
 
-def progress_description(spec: ExperimentSpec,
-                         done: tuple[tuple[int, int], tuple[int, int]] | None = None) -> str:
-    """For a report written before its run ends (``nmtlib report --config``): :func:`progress` (``done``
-    where the caller has it) as ``; scored so far: 5 of 20 models and 0 of 1 ensemble``; empty where
-    every one is scored."""
-    (models, planned), (ensembles, ensembles_planned) = done or progress(spec)
+def scored_so_far(done: Done) -> str:
+    """``5 of 20 models and 0 of 1 ensemble`` (:func:`progress`); empty where every one is scored."""
+    (models, planned), (ensembles, ensembles_planned) = done
     if models == planned and ensembles == ensembles_planned:
         return ""
     both = f" and {ensembles} of {counted(ensembles_planned, 'ensemble')}" if ensembles_planned else ""
-    return f"; scored so far: {models} of {counted(planned, 'model')}{both}"
+    return f"{models} of {counted(planned, 'model')}{both}"
+
+
+def progress_description(spec: ExperimentSpec, done: Done | None = None) -> str:
+    """For a report written before its run ends (``nmtlib report --config``): :func:`progress` (``done``
+    where the caller has it) as ``; scored so far: 5 of 20 models and 0 of 1 ensemble``; empty where
+    every one is scored."""
+    so_far = scored_so_far(done or progress(spec))
+    return f"; scored so far: {so_far}" if so_far else ""
+
+
+def write_progress(path: Path, done: Done, reported: str) -> None:
+    """The report's :func:`progress` and when it was made (``reported``, UTC), for ``nmtlib publish``
+    (:func:`read_progress`)."""
+    (models, planned), (ensembles, ensembles_planned) = done
+    record = {"models": {"scored": models, "planned": planned},
+              "ensembles": {"scored": ensembles, "planned": ensembles_planned}, "reported": reported}
+    with atomic_write(path) as f:
+        f.write(json.dumps(record, indent=1) + "\n")
+
+
+def read_progress(path: Path) -> tuple[Done, str]:
+    """What :func:`write_progress` wrote: (:data:`Done`, when the report was made).
+
+    :raises NmtlibError: the file is not such a record, naming it and what is wrong."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        parts = tuple((int(record[k]["scored"]), int(record[k]["planned"])) for k in ("models", "ensembles"))
+        reported = str(record["reported"])
+    except (ValueError, KeyError, TypeError) as err:
+        raise NmtlibError(f"{path}: not the report's record of the runs it found scored ({err!r}): run the "
+                          "experiment's report again") from None
+    return (parts[0], parts[1]), reported
 
 
 def training_left(spec: ExperimentSpec) -> tuple[int, float | None, float | None]:

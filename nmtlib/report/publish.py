@@ -50,14 +50,15 @@ from nmtlib.files import read_lines
 from nmtlib.layout import RAW_TEXT, Layout, Logs
 from nmtlib.origin import TRAINER, training_code
 from nmtlib.provenance import machine, starts
-from nmtlib.report.collect import BF16_NOTE, PRECISIONS, precision, stopped_by_max_steps
+from nmtlib.report.collect import (BF16_NOTE, PRECISIONS, precision, read_progress, scored_so_far,
+                                   stopped_by_max_steps)
 from nmtlib.report.findings import CRITERIA, verdict_summary
-from nmtlib.report.seeds import pooled_spread, seed_spread
 from nmtlib.report.index import (PAGE_BLEU, beside_section, finding_cells, published_table, read_findings,
                                  results_index)
 from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
 from nmtlib.report.paper import FIGURES, TABLES
 from nmtlib.report.samples import samples_section
+from nmtlib.report.seeds import pooled_spread, seed_spread
 from nmtlib.report.significance import NO_VERDICT, UNTESTED
 from nmtlib.report.tables import MISSING, rendered_cells
 from nmtlib.words import counted
@@ -389,14 +390,32 @@ def _outside_paths(text: str, root: Path) -> list[str]:
     return found
 
 
+class RunStillGoing(NmtlibError):
+    """The report found runs of the experiment not scored yet, and the page was not asked to be partial."""
+
+
 def results_page(results: Path, out: Path, command: str, hardware: str, logs: Path | None = None,
-                 title: str | None = None, intro: str = "", beside: tuple[Path, ...] = ()) -> Path:
+                 title: str | None = None, intro: str = "", beside: tuple[Path, ...] = (),
+                 partial: bool = False) -> Path:
     """Write ``out`` (Markdown) and, under ``out``'s folder in ``<stem>/``, its figures, its tables
     as CSV and every test translation (see the module docstring); with ``beside``, other
-    experiments' results folders, their findings beside this one's (:func:`nmtlib.report.index.beside_section`)."""
+    experiments' results folders, their findings beside this one's (:func:`nmtlib.report.index.beside_section`).
+
+    A page is of a whole run: where the report found runs not scored yet (its
+    :meth:`~nmtlib.layout.Layout.progress` record), it raises :class:`RunStillGoing`, unless
+    ``partial``, which publishes the run as it stands and says so in the page's table."""
     experiment, layout = results.name, Layout(results)
     if not layout.table("summary").exists() or not layout.table("findings").exists():
         raise FileNotFoundError(f"{layout.table('summary')} does not exist: run the experiment's report first")
+    if not layout.progress().exists():
+        raise FileNotFoundError(f"{layout.progress()} does not exist (an older nmtlib report): run the experiment's "
+                                "report again (snakemake reruns make_report)")
+    done, reported = read_progress(layout.progress())
+    so_far = scored_so_far(done)
+    if so_far and not partial:
+        raise RunStillGoing(f"{results} is a run still going: {so_far} scored when its report was made "
+                            f"({reported} UTC); publish it when the run ends, or pass --partial to publish it as it "
+                            "stands (the page says so)")
     root = repository_root(out)
     for text in (command, intro):
         outside = _outside_paths(text, root)
@@ -427,6 +446,8 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
     tokens = tokenization(record)
     lines += [
         "| | |", "|---|---|",
+        *([f"| state | a run still going: {so_far} scored when the report was made ({reported} UTC) |"]
+          if so_far else []),
         f"| command | `{command}` |",
         f"| commits | {'; '.join(commits)} |",
         *([f"| training code | {code} |"] if code else []),

@@ -338,7 +338,8 @@ def report_entry(path, name):
 
 def report_side_files():
     """What make_report writes for the HTML report beside its tables, figures and landing page:
-    each table's metric columns, the paper tables' and figures' captions. Final outputs too:
+    each table's metric columns, the paper tables' and figures' captions, and the runs it found
+    scored (`nmtlib publish` reads them). Final outputs too:
     `snakemake --report` reads them, and a results folder made by an older version that lacks one
     must get it from a rerun of make_report, which Snakemake plans only for a missing file it is
     asked for."""
@@ -346,6 +347,7 @@ def report_side_files():
         *[RESULTS.columns(t) for t in REPORT_TABLES],
         *[RESULTS.caption(t) for t in REPORT_TABLES if t in PAPER_TABLES],
         *[RESULTS.caption(f) for f in REPORT_FIGURES],
+        RESULTS.progress(),
     ]
 
 
