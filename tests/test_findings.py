@@ -592,6 +592,13 @@ def test_the_report_of_a_run_still_going_says_how_far_it_is(tmp_path, capsys):
     assert (said["runs_scored"], said["runs"]) == (12, 13)
     (line,) = [x for x in captured.err.splitlines() if "so far" in x]
     assert line.startswith("unit: scored so far: 11 of 12 models and 1 of 1 ensemble; of the papers' claims, ")
+    # every table's header and the record publish reads give the one count
+    headers = {p.name: p.read_text(encoding="utf-8") for p in (tmp_path / "out" / "tables").glob("*.md")}
+    assert {"findings.md", "summary.md", "luong_table1.md"} <= set(headers)
+    for name, text in headers.items():
+        assert "scored so far: 11 of 12 models and 1 of 1 ensemble" in text, name
+    record = json.loads((tmp_path / "out" / "report" / "progress.json").read_text(encoding="utf-8"))
+    assert (record["models"], record["ensembles"]) == ({"scored": 11, "planned": 12}, {"scored": 1, "planned": 1})
 
 
 def test_the_report_of_a_run_still_going_says_how_much_training_is_left(tmp_path, capsys):

@@ -77,7 +77,7 @@ def test_luong_table6_explains_both_conventions_once(report) -> None:
 def test_write_summary_explains_every_metric_column(report, tmp_path: Path) -> None:
     spec, _, _ = report
     summary = collect.summary_table(spec)
-    tables.write_summary(summary, spec, tmp_path / "summary.csv")
+    tables.write_summary(summary, spec, tmp_path / "summary.csv", collect.Ours(spec))
     md = (tmp_path / "summary.md").read_text(encoding="utf-8")
     for column in ("dev_ppl", "test_ppl", "bleu_before_unk_replace", "bleu_after_unk_replace", "aer_fn14",
                    "aer_predicted_word", "sacrebleu_after_unk_replace", "ribes_before_unk_replace"):

@@ -88,18 +88,20 @@ def run(args: argparse.Namespace) -> int:
         except (ValueError, TypeError, KeyError) as err:  # not JSON, or not an experiment spec
             raise NmtlibError(f"--spec: not an experiment spec as JSON ({str(err).splitlines()[0]})") from None
     collect.check_models(spec)  # no model of other settings is reported as a variant
+    ours = collect.Ours(spec)  # the scores read once: the tables, the window figure and the runs counted agree
     try:
-        summary = collect.summary_table(spec)
-        paper = list(write_paper_tables(spec, out))
-        findings = findings_table(spec)
+        summary = collect.summary_table(spec, ours)
+        paper = list(write_paper_tables(spec, out, ours))
+        findings = findings_table(spec, ours)
     except PaperRowError as err:
         raise NmtlibError(str(err)) from None
     written = [*OVERVIEW, *paper]
+    done = ours.progress()
     spread = pooled_spread(summary)  # the seeds' spread of BLEU: the findings' header and the advice read it
     # the landing page shows the claims table that reads first; findings.html has every column
-    landing = {"findings": dataclasses.replace(write_findings(findings, spec, out.table("findings"), spread),
+    landing = {"findings": dataclasses.replace(write_findings(findings, spec, out.table("findings"), spread, done),
                                                table=claims_table(findings)),
-               "summary": write_summary(summary, spec, out.table("summary"))}
+               "summary": write_summary(summary, spec, out.table("summary"), ours)}
 
     for name in written:
         columns = columns_rst(name, list(pd.read_csv(out.table(name), nrows=0).columns))
@@ -124,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
                 matrices[name] = {i: npz[str(i)] for i in sentences if str(i) in npz.files}
             labels[name] = collect.attention_label(spec.variants[name])
     figures.attention_heatmaps(matrices, src, tgt, sentences, out.figure("attention_heatmaps"), labels)
-    figures.window_tradeoff(collect.window_points(spec), collect.mean_source_length(spec),
+    figures.window_tradeoff(collect.window_points(spec, ours), collect.mean_source_length(spec),
                             out.figure("window_tradeoff"))
     figures.vision_span(collect.vision_spans(spec), out.figure("vision_span"))
     for name, figure in _FIGURES.items():  # a figure's caption comes from its declaration alone
@@ -132,10 +134,9 @@ def run(args: argparse.Namespace) -> int:
             f.write(figure.caption_rst())
     write_landing(landing, out.landing())
     # the report of a run still going: how far it is, where the one reading the run looks
-    done = collect.progress(spec)
     collect.write_progress(out.progress(), done, datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M"))
     (models, planned), (ensembles, ensembles_planned) = done
-    if so_far := collect.progress_description(spec, done):
+    if so_far := collect.progress_description(done):
         print(f"{spec.experiment}: {so_far.removeprefix('; ')}; of the papers' claims, {verdict_summary(findings)}",
               file=sys.stderr)
     untrained, seconds, per_epoch = collect.training_left(spec)

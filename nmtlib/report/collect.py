@@ -154,18 +154,8 @@ def precision_description(spec: ExperimentSpec) -> str:
     return f"trained in {said[main]}" + "".join(f"; in {said[p]}: {', '.join(by[p])}" for p in others)
 
 
-#: (scored, planned) of an experiment's models and of its ensembles (:func:`progress`)
+#: (scored, planned) of an experiment's models and of its ensembles (:meth:`Ours.progress`)
 Done = tuple[tuple[int, int], tuple[int, int]]
-
-
-def progress(spec: ExperimentSpec) -> Done:
-    """(scored, planned) of the models (each variant's seeds) and of the ensembles: how many have
-    their test translation scored at τ = ∞."""
-    def scored(names: list[str]) -> tuple[int, int]:
-        runs = [(n, r) for n in names for r in spec.runs(n)]
-        return sum(spec.scores(n, r, spec.settings[n][0]).exists() for n, r in runs), len(runs)
-
-    return scored(list(spec.variants)), scored(list(spec.ensembles))
 
 
 def scored_so_far(done: Done) -> str:
@@ -177,11 +167,11 @@ def scored_so_far(done: Done) -> str:
     return f"{models} of {counted(planned, 'model')}{both}"
 
 
-def progress_description(spec: ExperimentSpec, done: Done | None = None) -> str:
-    """For a report written before its run ends (``nmtlib report --config``): :func:`progress` (``done``
-    where the caller has it) as ``; scored so far: 5 of 20 models and 0 of 1 ensemble``; empty where
+def progress_description(done: Done) -> str:
+    """For a report written before its run ends (``nmtlib report --config``): ``done``
+    (:meth:`Ours.progress`) as ``; scored so far: 5 of 20 models and 0 of 1 ensemble``; empty where
     every one is scored."""
-    so_far = scored_so_far(done or progress(spec))
+    so_far = scored_so_far(done)
     return f"; scored so far: {so_far}" if so_far else ""
 
 
@@ -235,11 +225,11 @@ def training_left(spec: ExperimentSpec) -> tuple[int, float | None, float | None
     return len(left), sum(max(epochs * mean - spent, 0.0) for epochs, spent in left), mean
 
 
-def runs_description(spec: ExperimentSpec) -> str:
+def runs_description(spec: ExperimentSpec, done: Done) -> str:
     """The seeds and the precision, for table headers (:func:`seeds_description`,
-    :func:`precision_description`), and how many models are scored where not all are
-    (:func:`progress_description`)."""
-    return f"{seeds_description(spec)}, {precision_description(spec)}{progress_description(spec)}"
+    :func:`precision_description`), and how many models are scored where not all are (``done``,
+    :meth:`Ours.progress` of the reading the table is made from: :func:`progress_description`)."""
+    return f"{seeds_description(spec)}, {precision_description(spec)}{progress_description(done)}"
 
 
 def attention_label(variant: dict[str, Any]) -> str:
@@ -314,7 +304,7 @@ def summary_columns(spec: ExperimentSpec) -> dict[str, str]:
     return out
 
 
-def summary_table(spec: ExperimentSpec) -> pd.DataFrame:
+def summary_table(spec: ExperimentSpec, ours: Ours | None = None) -> pd.DataFrame:
     """One row per trained variant and per ensemble, in config order.
 
     Rule: every number is the mean over the variant's seeds, decoded at τ = ∞ (the variant's
@@ -325,7 +315,7 @@ def summary_table(spec: ExperimentSpec) -> pd.DataFrame:
     """
     from nmtlib.report.paper import resolve_paper_row
 
-    ours = Ours(spec)
+    ours = ours or Ours(spec)
     rows = []
     for name in [*spec.variants, *spec.ensembles]:
         if name in spec.variants:
@@ -403,6 +393,14 @@ class Ours:
     def runs(self, name: str, setting: str | None = None) -> int:
         """How many runs of ``name`` have a scored translation with ``setting`` (None: τ = ∞)."""
         return len(self.translation(name, setting or self.spec.settings[name][0]))
+
+    def progress(self) -> Done:
+        """(scored, planned) of the models (each variant's seeds) and of the ensembles: how many have
+        their test translation scored at τ = ∞ in this reading of the run, the one its numbers come from."""
+        def scored(names: list[str]) -> tuple[int, int]:
+            return sum(self.runs(n) for n in names), sum(len(self.spec.runs(n)) for n in names)
+
+        return scored(list(self.spec.variants)), scored(list(self.spec.ensembles))
 
     def devices(self, name: str, setting: str) -> str | None:
         t = self.translation(name, setting)
@@ -492,15 +490,15 @@ def length_buckets(spec: ExperimentSpec) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def window_points(spec: ExperimentSpec) -> pd.DataFrame:
+def window_points(spec: ExperimentSpec, ours: Ours | None = None) -> pd.DataFrame:
     """Shu Fig. 3: per variant and decoding setting, mean window and BLEU over the runs.
 
     ``bleu_before_unk_replace`` is tokenized BLEU of the raw output, before any unknown-word
     replacement: Shu & Nakayama replace nothing. The window is
-    :func:`nmtlib.metrics.window.mean_window`.
+    :func:`nmtlib.metrics.window.mean_window`. ``ours``: the reading of the run the report is made from.
     """
     columns = ["variant", "attention", "arch", "gated", "setting", "tau", "avg_window", "bleu_before_unk_replace", "runs"]
-    tr = translation_rows(spec)
+    tr = (ours or Ours(spec)).tr
     if tr.empty:
         return pd.DataFrame(columns=columns)
     rows = []

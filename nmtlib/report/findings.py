@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from nmtlib.report.collect import (ExperimentSpec, Ours, attention_label, data_description, gated,
+from nmtlib.report.collect import (Done, ExperimentSpec, Ours, attention_label, data_description, gated,
                                    runs_description, test_sentences)
 from nmtlib.report.evidence import BLEU, BLEU_UNK, PPL, WINDOW, Evidence, Side, pct
 from nmtlib.report.metrics import METRICS, companion, metrics_in, over_sentences
@@ -587,15 +587,17 @@ CRITERIA = (
 )
 
 
-def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path, spread: Spread | None) -> TableHtml:
-    """``findings.csv`` and its renderings, with the verdicts counted in the header, the seeds'
-    ``spread`` of BLEU (:func:`pooled_spread`) and the seeds it advises; returns the HTML rendering's
-    parts."""
+def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path, spread: Spread | None,
+                   done: Done) -> TableHtml:
+    """``findings.csv`` and its renderings, with the verdicts counted in the header, the runs found
+    scored (``done``, :meth:`~nmtlib.report.collect.Ours.progress` of the reading the findings are made
+    from), the seeds' ``spread`` of BLEU (:func:`pooled_spread`) and the seeds it advises; returns the
+    HTML rendering's parts."""
     seeds = ("ours_a and ours_b are means over seeds (± their standard deviation)" if spec.several_seeds() else
              "one seed: the interval covers the test sentences, not the run-to-run spread")
     header = (smoke_header(spec) +
               f"Experiment `{spec.experiment}` ({spec.results}), {data_description(spec)}, "
-              f"{runs_description(spec)}: "
+              f"{runs_description(spec, done)}: "
               f"of the papers' claims, {verdict_summary(df)} by this experiment's variants. A and B are the two rows "
               f"compared; paper_diff and ours_diff are A − B (the paper's on the paper's data), ci_low and ci_high "
               f"the 95% interval of ours_diff and p_value its p-value; {seeds}.")

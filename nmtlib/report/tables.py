@@ -33,7 +33,7 @@ import pandas as pd
 from nmtlib.atomic import atomic_write
 from nmtlib.layout import Layout
 from nmtlib.report.collect import (BF16_NOTE, SD, ExperimentSpec, Ours, data_description, ensemble_assignments, gated,
-                                   parse_tau, runs_description, smoke_run, summary_columns, translation_rows)
+                                   parse_tau, runs_description, smoke_run, summary_columns)
 from nmtlib.report.metrics import METRICS, metrics_in
 from nmtlib.report.significance import FAILS, HOLDS, INCONCLUSIVE, NO_VERDICT, UNTESTED
 from nmtlib.report.paper import TABLES, PaperRow, PaperTable, resolve_paper_row, tables_with_rows
@@ -270,7 +270,7 @@ class Builder:
         return (
             smoke_header(self.spec) +
             f"Ours: experiment `{self.spec.experiment}` ({self.spec.results}), {self.data}, "
-            f"{runs_description(self.spec)}.  \nPaper: {t.reference}; {t.setting}.  \n"
+            f"{runs_description(self.spec, self.ours.progress())}.  \nPaper: {t.reference}; {t.setting}.  \n"
             "Our numbers are on our data, the paper's on the paper's: compare trends (deltas, ratios), "
             "not values. An empty *ours* means no variant of this experiment regenerates that row "
             "(a variant names its rows with `paper_row`)."
@@ -500,13 +500,13 @@ def shu_table3(spec: ExperimentSpec, ours: Ours, table: PaperTable) -> pd.DataFr
     return df
 
 
-def write_paper_tables(spec: ExperimentSpec, out: Layout[Path]) -> dict[str, pd.DataFrame]:
+def write_paper_tables(spec: ExperimentSpec, out: Layout[Path], ours: Ours | None = None) -> dict[str, pd.DataFrame]:
     """The paper tables of which the experiment regenerates a row (:func:`paper_tables`) in the
     results folder ``out`` (CSV, Markdown, HTML), and the tables built. The files of the other paper tables,
     left by an earlier config, are removed: a table no variant regenerates any more would show
     stale numbers of ours. A table whose mapped rows have no number yet (:func:`has_ours`) is
-    written empty, saying why in one line."""
-    ours = Ours(spec)
+    written empty, saying why in one line. ``ours``: the reading of the run the report is made from."""
+    ours = ours or Ours(spec)
     written = paper_tables(spec)
     built = {}
     for name, table in TABLES.items():
@@ -525,10 +525,11 @@ def paper_tables(spec: ExperimentSpec) -> list[str]:
                             spec.report)
 
 
-def summary_notes(spec: ExperimentSpec) -> str:
+def summary_notes(spec: ExperimentSpec, ours: Ours) -> str:
     """What the summary's columns are (:func:`nmtlib.report.collect.summary_columns`) and how its
-    rows are made; the AER conventions follow from :data:`COLUMN_NOTES`."""
-    tr = translation_rows(spec)
+    rows are made (the sacreBLEU signatures of ``ours``, the reading the summary is made from); the
+    AER conventions follow from :data:`COLUMN_NOTES`."""
+    tr = ours.tr
     signatures = ("no translation scored" if tr.empty
                   else "; ".join(sorted(set(tr["sacrebleu_signature"].dropna().astype(str)))))
     columns = "; ".join(f"{c}: {text}" for c, text in summary_columns(spec).items() if not c.endswith(SD))
@@ -541,9 +542,9 @@ def summary_notes(spec: ExperimentSpec) -> str:
             "the variant regenerates.")
 
 
-def write_summary(summary: pd.DataFrame, spec: ExperimentSpec, path_csv: Path) -> TableHtml:
-    """``summary.csv`` (:func:`nmtlib.report.collect.summary_table`) and its renderings, with
-    :func:`summary_notes` under them."""
-    return write_table(summary, path_csv, f"Summary of experiment {spec.experiment}", summary_notes(spec),
+def write_summary(summary: pd.DataFrame, spec: ExperimentSpec, path_csv: Path, ours: Ours) -> TableHtml:
+    """``summary.csv`` (:func:`nmtlib.report.collect.summary_table` of ``ours``, the reading of the run
+    it is made from) and its renderings, with :func:`summary_notes` under them."""
+    return write_table(summary, path_csv, f"Summary of experiment {spec.experiment}", summary_notes(spec, ours),
                        header=smoke_header(spec) + f"Experiment `{spec.experiment}` ({spec.results}), "
-                                                   f"{data_description(spec)}, {runs_description(spec)}.")
+                                                   f"{data_description(spec)}, {runs_description(spec, ours.progress())}.")
