@@ -7,6 +7,7 @@ real command runs on it and the tables are checked cell by cell.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -335,6 +336,18 @@ def test_shu_table3_decode_time(report) -> None:
     assert f.paper_gpu_vs_global == pytest.approx(136 / 123, abs=1e-3)
     assert f.paper_cpu_vs_global == pytest.approx(677 / 751, abs=1e-3)
     assert f.ours_vs_global == pytest.approx(0.75)
+
+
+def test_a_seed_not_trained_yet_leaves_the_others_spread(tmp_path) -> None:
+    """A third seed planned and not trained: base's test perplexity is the mean and the spread of the
+    two seeds scored (20 and 22: mean 21, sd √2), as its BLEU is (10 and 12), not a mean without a spread."""
+    spec = make_experiment(tmp_path / "results")
+    going = dataclasses.replace(spec, seeds=[1, 2, 3])
+    ours = collect.Ours(going)
+    assert ours.value("base", "test_ppl") == 21.0
+    assert ours.sd("base", "test_ppl") == pytest.approx(math.sqrt(2), abs=1e-4)
+    assert ours.sd("base", "bleu_before_unk_replace") == pytest.approx(math.sqrt(2), abs=1e-4)
+    assert ours.per_run("base", "test_ppl") == {"seed1": 20.0, "seed2": 22.0}
 
 
 def test_summary_rule(report) -> None:

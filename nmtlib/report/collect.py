@@ -278,14 +278,17 @@ def translation_rows(spec: ExperimentSpec) -> pd.DataFrame:
 
 
 def model_rows(spec: ExperimentSpec) -> pd.DataFrame:
-    """One row per (variant, seed) with every model metric of :data:`nmtlib.report.metrics.METRICS`
-    (perplexities, AER by either convention) under its name."""
+    """One row per (variant, seed) scored so far with every model metric of
+    :data:`nmtlib.report.metrics.METRICS` (perplexities, AER by either convention) under its name. A
+    seed with none of them (not trained yet) has no row: in a run still going, a variant's mean and
+    its seeds' spread are of the same seeds."""
     rows = []
     for name in spec.variants:
         for run in spec.runs(name):
             files = RunFiles(spec.layout, name, run)
-            rows.append({"variant": name, "run": run,
-                         **{m.name: m.read(files) for m in METRICS.values() if m.level == MODEL}})
+            values = {m.name: m.read(files) for m in METRICS.values() if m.level == MODEL}
+            if any(v is not None for v in values.values()):
+                rows.append({"variant": name, "run": run, **values})
     return pd.DataFrame(rows)
 
 
