@@ -497,7 +497,9 @@ def test_a_run_still_going_is_published_only_when_asked_and_the_page_says_so(tmp
     spec = make_experiment(results)
     assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
     code, out = publish(root)
-    assert code == 0 and "| state |" not in out.read_text(encoding="utf-8")
+    page = out.read_text(encoding="utf-8")
+    assert code == 0 and "| state |" not in page
+    assert "| seeds | 2 seeds: base, global-feed, local-p, rnnsearch, flex, flex-ft (6 variants) |" in page
     out.unlink()
     shutil.rmtree(results / "scores" / "local-p" / "seed2")
     assert main(["report", "--spec", _spec_json(spec), "--out", str(results)]) == 0
@@ -511,6 +513,9 @@ def test_a_run_still_going_is_published_only_when_asked_and_the_page_says_so(tmp
     rows = [r for r in out.read_text(encoding="utf-8").splitlines() if r.startswith("| state |")]
     assert code == 0 and len(rows) == 1
     assert rows[0].startswith("| state | a run still going: 11 of 12 models and 1 of 1 ensemble scored when the report")
+    # what each variant's numbers are the mean of, local-p's one seed apart
+    assert "| seeds | 2 seeds: base, global-feed, rnnsearch, flex, flex-ft (5 variants); 1 seed: local-p |" in (
+        out.read_text(encoding="utf-8"))
     (results / "report" / "progress.json").unlink()
     code, _ = publish(root, "--partial")
     assert code == 2 and "progress.json does not exist (an older nmtlib report)" in capsys.readouterr().err

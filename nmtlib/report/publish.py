@@ -25,7 +25,8 @@ Every publish rewrites the index beside the folder (``docs/results.md``,
 What the files cannot say — the command that ran and the machine — the caller gives. One list of
 commits: those the models were trained at and the one the tables and this page were written at;
 where the models span several, whether the training code (:func:`nmtlib.origin.training_code`)
-is the same at all of them, as git tells it.
+is the same at all of them, as git tells it. How many seeds each variant's numbers are the mean of
+comes from the summary (its ``runs``), so that no introduction has to count them.
 The page names no path outside the repository (:class:`PathOutsideRepository` otherwise).
 """
 
@@ -456,6 +457,7 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         *([f"| when | {when} |"] if (when := _when(runs)) else []),
         *([f"| uncommitted training code | {_changed_code(runs)} |"] if any(r.changed_code for r in runs) else []),
         f"| models | {len(runs)} trained, {sum(r.train_s or 0 for r in runs) / 3600:.2f} h of training in all |",
+        *([f"| seeds | {seeds} |"] if (seeds := _seeds(summary)) else []),
         *([f"| precision | {_precisions(runs)} |"] if any(r.precision for r in runs) else []),
         *([f"| test set | {test_size} sentences |"] if test_size is not None else []),
         *([f"| tokens | {tokens} |"] if tokens else []),
@@ -513,6 +515,21 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
         f.write(page)
     results_index(out.parent)
     return out
+
+
+def _seeds(summary: pd.DataFrame) -> str | None:
+    """How many seeds each variant's numbers are the mean of (the summary's ``runs``: its test
+    translations scored at τ = ∞), most first, variants in config order:
+    ``3 seeds: base, reverse (2 variants); 1 seed: rnnsearch``; None where the summary has no variant."""
+    variants = summary[summary["attention"] != "ensemble"]
+    if variants.empty:
+        return None
+    by: dict[int, list[str]] = {}
+    for name, runs in zip(variants["variant"].astype(str), variants["runs"]):
+        by.setdefault(int(runs), []).append(name)
+    return "; ".join(f"{counted(n, 'seed') if n else 'none scored yet'}: {', '.join(names)}"
+                     + (f" ({len(names)} variants)" if len(names) > 1 else "")
+                     for n, names in sorted(by.items(), reverse=True))
 
 
 def _precisions(runs: list[ModelRun]) -> str:
