@@ -159,7 +159,7 @@ Done = tuple[tuple[int, int], tuple[int, int]]
 
 
 def scored_so_far(done: Done) -> str:
-    """``5 of 20 models and 0 of 1 ensemble`` (:func:`progress`); empty where every one is scored."""
+    """``5 of 20 models and 0 of 1 ensemble`` (:meth:`Ours.progress`); empty where every one is scored."""
     (models, planned), (ensembles, ensembles_planned) = done
     if models == planned and ensembles == ensembles_planned:
         return ""
@@ -176,7 +176,7 @@ def progress_description(done: Done) -> str:
 
 
 def write_progress(path: Path, done: Done, reported: str) -> None:
-    """The report's :func:`progress` and when it was made (``reported``, UTC), for ``nmtlib publish``
+    """The report's :meth:`Ours.progress` and when it was made (``reported``, UTC), for ``nmtlib publish``
     (:func:`read_progress`)."""
     (models, planned), (ensembles, ensembles_planned) = done
     record = {"models": {"scored": models, "planned": planned},

@@ -520,7 +520,10 @@ def results_page(results: Path, out: Path, command: str, hardware: str, logs: Pa
 def _seeds(summary: pd.DataFrame) -> str | None:
     """How many seeds each variant's numbers are the mean of (the summary's ``runs``: its test
     translations scored at τ = ∞), most first, variants in config order:
-    ``3 seeds: base, reverse (2 variants); 1 seed: rnnsearch``; None where the summary has no variant."""
+    ``3 seeds: base, reverse (2 variants); 1 seed: rnnsearch``; None where the summary has no variant
+    (or is not one that says which rows are ensembles)."""
+    if not {"variant", "attention", "runs"} <= set(summary.columns):
+        return None
     variants = summary[summary["attention"] != "ensemble"]
     if variants.empty:
         return None
