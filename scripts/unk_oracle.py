@@ -64,7 +64,6 @@ def oracle(hyps: list[str], refs: list[str]) -> tuple[list[str], float]:
                     best, w[j] = score, candidate
                 else:
                     stats[i] = kept
-            stats[i] = _stats(w, ref)
     return [" ".join(w) for w in words], best
 
 
