@@ -6,7 +6,9 @@ bounded by how many ``<unk>`` the output has and by whether a right word exists 
 scripts (English source, Japanese target) a copied source word never matches the reference, so
 only a dictionary could help; this asks what the best possible one would do. For each model given
 it counts the ``<unk>`` tokens of its test output and scores three versions of it with tokenized
-BLEU as the tables do (:func:`nmtlib.metrics.bleu.tokenized_bleu`, multi-bleu.perl's):
+BLEU as the tables do (:func:`nmtlib.metrics.bleu.tokenized_bleu`, multi-bleu.perl's; the oracle's
+search sums the findings' per-sentence statistics of the same BLEU, which split words as the
+workflow's tokenizer leaves them, on single spaces):
 
 - *as decoded*, ``<unk>`` left in;
 - *replaced*, the workflow's own replacement (``test.<setting>.unk.txt``);
@@ -23,47 +25,35 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sacrebleu.metrics.bleu import BLEU
-
 from nmtlib.data.vocab import UNK
 from nmtlib.files import read_lines
 from nmtlib.layout import RAW_TEXT, REPLACED_TEXT, TEST, Layout
-from nmtlib.metrics.bleu import MAX_ORDER, perl_split, tokenized_bleu
+from nmtlib.metrics.bleu import perl_split, tokenized_bleu
+from nmtlib.report.metrics import METRICS
+from nmtlib.report.significance import Statistic
 
-#: a sentence's sufficient statistics: (matches per order, n-grams per order, hypothesis and reference words)
-Stats = tuple[tuple[int, ...], tuple[int, ...], int, int]
-
-
-def _stats(hyp: list[str], ref: str) -> Stats:
-    s = tokenized_bleu([" ".join(hyp)], [ref])
-    return tuple(s.counts), tuple(s.totals), s.hyp_len, s.ref_len
-
-
-def _corpus(stats: list[Stats]) -> float:
-    """Corpus BLEU from per-sentence statistics, as :func:`tokenized_bleu` sums them."""
-    correct = [sum(s[0][n] for s in stats) for n in range(MAX_ORDER)]
-    total = [sum(s[1][n] for s in stats) for n in range(MAX_ORDER)]
-    return float(BLEU.compute_bleu(correct, total, sum(s[2] for s in stats), sum(s[3] for s in stats),
-                                   smooth_method="none", max_ngram_order=MAX_ORDER).score)
+#: the findings' own BLEU of the text as decoded: its per-sentence statistics, summed and scored
+BLEU_STATISTIC = Statistic.of_text(METRICS["bleu_before_unk_replace"])
 
 
 def oracle(hyps: list[str], refs: list[str]) -> tuple[list[str], float]:
     """The output with each ``<unk>`` replaced by the reference word that raises corpus BLEU most
     (greedy, left to right; the first such word on ties; left as ``<unk>`` where no word raises it),
-    and its BLEU."""
+    and its BLEU. A candidate changes one sentence, so the corpus totals change by that sentence's
+    statistics alone."""
+    stat = BLEU_STATISTIC
     words = [perl_split(h) for h in hyps]
-    stats = [_stats(w, r) for w, r in zip(words, refs)]
-    best = _corpus(stats)
+    rows = stat.sentences(hyps, refs)
+    totals = rows.sum(axis=0)
+    best = stat.score(totals)
     for i, (w, ref) in enumerate(zip(words, refs)):
         for j in [k for k, x in enumerate(w) if x == UNK]:
             for candidate in dict.fromkeys(perl_split(ref)):
-                tried = [*w[:j], candidate, *w[j + 1:]]
-                kept, stats[i] = stats[i], _stats(tried, ref)
-                score = _corpus(stats)
+                row = stat.sentences([" ".join([*w[:j], candidate, *w[j + 1:]])], [ref])[0]
+                score = stat.score(totals - rows[i] + row)
                 if score > best:
                     best, w[j] = score, candidate
-                else:
-                    stats[i] = kept
+                    totals, rows[i] = totals - rows[i] + row, row
     return [" ".join(w) for w in words], best
 
 
