@@ -16,7 +16,8 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 from sacrebleu.significance import PairedTest
 
-from nmtlib.report.metrics import chrf_statistics, tokenized_bleu_statistics
+from nmtlib.metrics.bleu import MultiBleuPerl
+from nmtlib.report.metrics import METRICS, chrf_statistics
 from nmtlib.report.significance import (FAILS, HOLDS, INCONCLUSIVE, SAMPLES, SEED, Criterion, Interval, Sample,
                                         Statistic, compare, resample_indices, verdict)
 
@@ -44,8 +45,8 @@ def runs(stat: Statistic, hyps: list[list[str]], refs: list[str]) -> list[Sample
     return out
 
 
-@pytest.mark.parametrize("metric, make", [(tokenized_bleu_statistics, lambda: BLEU(tokenize="none",
-                                                                                   smooth_method="none")),
+# on ASCII-spaced text multi-bleu.perl's words are sacreBLEU's: its BLEU without tokenizer or smoothing
+@pytest.mark.parametrize("metric, make", [(MultiBleuPerl, lambda: BLEU(tokenize="none", smooth_method="none")),
                                           (chrf_statistics, CHRF)])
 def test_one_run_per_side_is_sacrebleus_paired_bootstrap(metric, make):
     refs, a, b = corpus(1)
@@ -64,10 +65,21 @@ def test_one_run_per_side_is_sacrebleus_paired_bootstrap(metric, make):
     assert got.sentences and got.seed_df is None
 
 
+def test_the_findings_bleu_splits_words_as_multi_bleu_perl():
+    """A U+3000 joins two words for multi-bleu.perl (the tables' BLEU), where sacreBLEU splits them:
+    "e\u3000f" is one word, so the hypothesis has 5 words against the reference's 6: precisions
+    4/5, 3/4, 2/3, 1/2 and a brevity penalty exp(1 − 6/5). sacreBLEU's own BLEU would give 100."""
+    hyps, refs = ["a b c d e\u3000f"], ["a b c d e f"]
+    stat = Statistic.of_text(METRICS["bleu_before_unk_replace"])
+    expected = 100 * np.exp(1 - 6 / 5) * (4 / 5 * 3 / 4 * 2 / 3 * 1 / 2) ** 0.25
+    assert stat.full(stat.sentences(hyps, refs)) == pytest.approx(expected)
+    assert BLEU(tokenize="none", smooth_method="none").corpus_score(hyps, [refs]).score == pytest.approx(100.0)
+
+
 def test_identical_seeds_add_no_seed_noise():
     """Two seeds with the same translations: their mean is that translation, their spread 0."""
     refs, a, b = corpus(2)
-    stat = Statistic(tokenized_bleu_statistics)
+    stat = Statistic(MultiBleuPerl)
     one = compare(runs(stat, [a], refs), runs(stat, [b], refs))
     two = compare(runs(stat, [a, a], refs), runs(stat, [b, b], refs))
     assert (two.low, two.high, two.p_value, two.seed_df) == (one.low, one.high, one.p_value, None)
@@ -121,7 +133,7 @@ def test_relative_change_of_a_mean_over_sentences():
 
 def test_no_difference_at_all_has_p_one():
     refs, a, _ = corpus(3)
-    stat = Statistic(tokenized_bleu_statistics)
+    stat = Statistic(MultiBleuPerl)
     got = compare(runs(stat, [a], refs), runs(stat, [a], refs))
     assert (got.low, got.high, got.p_value) == (0.0, 0.0, 1.0)
 

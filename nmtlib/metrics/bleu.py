@@ -5,14 +5,16 @@ run on Moses-tokenized, case-sensitive text. :func:`tokenized_bleu` reproduces t
 numbers and its output line; :func:`detok_bleu` is the comparable modern number (sacreBLEU on
 detokenized text, ``13a`` tokenizer, with its signature).
 
-Why :func:`tokenized_bleu` counts n-grams itself and only hands the counts to
-:meth:`sacrebleu.metrics.BLEU.compute_bleu` (instead of calling
-``BLEU(tokenize="none").corpus_score``): sacreBLEU splits words with Python's ``str.split()``,
-which also splits on Unicode spaces (U+00A0, U+3000 IDEOGRAPHIC SPACE, ...). ``multi-bleu.perl``
-reads bytes and Perl's ``split`` then breaks only on ASCII whitespace, so a U+3000 in Japanese
-text is part of a word there. Everything else matches ``compute_bleu(smooth_method="none")``:
+Why :class:`MultiBleuPerl` counts n-grams itself and hands only the counts to sacreBLEU's
+arithmetic (instead of ``BLEU(tokenize="none")`` as it is): sacreBLEU splits words with Python's
+``str.split()``, which also splits on Unicode spaces (U+00A0, U+3000 IDEOGRAPHIC SPACE, ...), and
+its ``lowercase`` is Python's ``str.lower`` (every script). ``multi-bleu.perl`` reads bytes: Perl's
+``split`` then breaks only on ASCII whitespace, so a U+3000 in Japanese text is part of a word
+there, and ``-lc`` changes A-Z only. Everything else matches ``compute_bleu(smooth_method="none")``:
 clipped counts summed over the corpus, BP = exp(1 - r/c) when c < r, BLEU 0 when a precision is
-0 (the script's ``my_log(0) = -9999999999``).
+0 (the script's ``my_log(0) = -9999999999``). :class:`MultiBleuPerl` is a sacreBLEU metric, so its
+per-sentence statistics are both what :func:`tokenized_bleu` sums and what the findings' paired
+bootstrap resamples (:mod:`nmtlib.report.significance`): the two count the same words.
 
 Remaining, deliberate differences from ``multi-bleu.perl``:
 
@@ -112,6 +114,39 @@ class BleuScore:
         return self.format()
 
 
+class MultiBleuPerl(BLEU):
+    """sacreBLEU's BLEU counting words as ``multi-bleu.perl`` does (the module docstring): words split
+    at ASCII whitespace only (:func:`perl_split`), ``lowercase`` as ``-lc`` (A-Z only), no tokenizer,
+    no smoothing. Its per-sentence statistics are sacreBLEU's: ``[hyp_len, ref_len, matches per
+    order, n-grams per order]``, with several references the closest reference length (the shorter
+    on ties) and counts clipped by the maximum in any reference, as the script does."""
+
+    def __init__(self, lowercase: bool = False) -> None:
+        super().__init__(tokenize="none", smooth_method="none", max_ngram_order=MAX_ORDER, force=True)
+        self.ascii_lowercase = lowercase  # not sacreBLEU's ``lowercase``: that is str.lower
+
+    def _preprocess_segment(self, sent: str) -> str:
+        # no rstrip either: it would strip a trailing U+3000, which the script keeps in the word
+        return sent.translate(_ASCII_LOWER) if self.ascii_lowercase else sent
+
+    def _extract_reference_info(self, refs: Sequence[str]) -> dict[str, Any]:
+        ngrams: Counter[tuple[str, ...]] = Counter()
+        lengths = []
+        for ref in refs:
+            words = perl_split(ref)
+            lengths.append(len(words))
+            ngrams |= _ngram_counts(words)  # union = element-wise max
+        return {"ref_ngrams": ngrams, "ref_lens": lengths}
+
+    def _compute_segment_statistics(self, hypothesis: str, ref_kwargs: dict[str, Any]) -> list[int]:
+        words = perl_split(hypothesis)
+        correct, total = [0] * MAX_ORDER, [0] * MAX_ORDER
+        for ngram, count in _ngram_counts(words).items():
+            total[len(ngram) - 1] += count
+            correct[len(ngram) - 1] += min(count, ref_kwargs["ref_ngrams"][ngram])
+        return [len(words), self._get_closest_ref_len(len(words), ref_kwargs["ref_lens"]), *correct, *total]
+
+
 def tokenized_bleu(
     hyps: Sequence[str],
     refs: Sequence[str],
@@ -133,30 +168,10 @@ def tokenized_bleu(
     streams = [refs, *extra_refs]
     for k, stream in enumerate(streams):
         check_parallel("hypotheses", hyps, f"references #{k + 1}" if k else "references", stream)
-
-    correct = [0] * MAX_ORDER
-    total = [0] * MAX_ORDER
-    hyp_len = ref_len = 0
-    for i, hyp in enumerate(hyps):
-        if lowercase:
-            hyp = hyp.translate(_ASCII_LOWER)
-        words = perl_split(hyp)
-        max_ref: Counter[tuple[str, ...]] = Counter()
-        closest_diff = closest_len = 9999  # the script's initial values
-        for stream in streams:
-            ref = stream[i].translate(_ASCII_LOWER) if lowercase else stream[i]
-            ref_words = perl_split(ref)
-            diff = abs(len(words) - len(ref_words))
-            if diff < closest_diff:
-                closest_diff, closest_len = diff, len(ref_words)
-            elif diff == closest_diff:  # equally close: the shorter reference
-                closest_len = min(closest_len, len(ref_words))
-            max_ref |= _ngram_counts(ref_words)  # union = element-wise max
-        hyp_len += len(words)
-        ref_len += closest_len
-        for ngram, count in _ngram_counts(words).items():
-            total[len(ngram) - 1] += count
-            correct[len(ngram) - 1] += min(count, max_ref[ngram])
+    stats = MultiBleuPerl(lowercase)._extract_corpus_statistics(list(hyps), [list(s) for s in streams])
+    sums = [sum(column) for column in zip(*stats)] or [0] * (2 + 2 * MAX_ORDER)
+    hyp_len, ref_len = sums[0], sums[1]
+    correct, total = sums[2:2 + MAX_ORDER], sums[2 + MAX_ORDER:]
 
     # sacreBLEU does the arithmetic; smooth_method "none" is multi-bleu.perl's formula.
     result = BLEU.compute_bleu(

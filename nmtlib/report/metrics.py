@@ -9,10 +9,10 @@ captions under them and the findings all take their metric columns from :data:`M
 metric is one :func:`register` call (docs/extending.md, "Adding a metric").
 
 ``statistics`` gives the sacreBLEU metric whose per-sentence sufficient statistics the findings'
-paired bootstrap resamples (:mod:`nmtlib.report.significance`): tokenized BLEU as
-``multi-bleu.perl`` computes it is sacreBLEU's BLEU without its own tokenizer and without
-smoothing (docs/metrics.md), chrF is sacreBLEU's ``CHRF()`` with its defaults, on the same
-tokenized output and reference as BLEU. A metric of a text that is the mean of its sentences'
+paired bootstrap resamples (:mod:`nmtlib.report.significance`): tokenized BLEU is
+:class:`nmtlib.metrics.bleu.MultiBleuPerl`, the sacreBLEU metric whose statistics the scores'
+``multi-bleu.perl`` numbers are summed from (docs/metrics.md); chrF is sacreBLEU's ``CHRF()``
+with its defaults, on the same tokenized output and reference as BLEU. A metric of a text that is the mean of its sentences'
 scores (RIBES) gives them instead (``sentence_scores``). Either way the bootstrap takes a text
 metric's per-sentence rows from hypotheses and references alone, so the findings over an
 experiment's files and ``nmtlib compare`` over any two files resample the same rows
@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 from sacrebleu.metrics.base import Metric as SacreMetric
-from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
 from nmtlib.data.vocab import UNK
 from nmtlib.files import read_lines
 from nmtlib.layout import DETAILS, PPL_SENTENCES, RAW_TEXT, REPLACED_TEXT, Layout
+from nmtlib.metrics.bleu import MultiBleuPerl
 from nmtlib.metrics.perplexity import perplexity
 from nmtlib.metrics.ribes import SCORED_CASE_SENSITIVE, corpus_ribes
 from nmtlib.metrics.unknowns import UnknownWords, unknown_words
@@ -250,11 +250,6 @@ def ribes_sentence_scores(hyps: list[str], refs: list[str]) -> list[float]:
     return corpus_ribes(hyps, refs, case_sensitive=SCORED_CASE_SENSITIVE).sentence_scores
 
 
-def tokenized_bleu_statistics() -> BLEU:
-    """sacreBLEU's BLEU on tokenized text as ``multi-bleu.perl`` scores it: no tokenizer, no smoothing."""
-    return BLEU(tokenize="none", smooth_method="none", force=True)
-
-
 def chrf_statistics() -> CHRF:
     """sacreBLEU's chrF with its defaults (character 6-grams, β = 2, whitespace ignored)."""
     return CHRF()
@@ -269,14 +264,14 @@ for _metric in (
            _from_json("ppl", "ppl"), MODEL, sums=sentence_nll, of_sums=perplexity_of_sums),
     Metric("bleu_before_unk_replace", "test BLEU before unk replacement",
            "tokenized BLEU (multi-bleu.perl) of the test translation as decoded, before unknown-word replacement",
-           _from_json(None, "bleu", "bleu"), family="bleu", text=RAW, statistics=tokenized_bleu_statistics),
+           _from_json(None, "bleu", "bleu"), family="bleu", text=RAW, statistics=MultiBleuPerl),
     Metric("length_ratio", "test output length / reference length",
            "words of the test output as decoded per word of the reference, the ratio BLEU's brevity penalty "
            "reads (under 1: the penalty exp(1 − 1/ratio) lowers BLEU)", _from_json(None, "bleu", "ratio"),
            decimals=3),
     Metric("bleu_after_unk_replace", "test BLEU after unk replacement",
            "the same after Luong's unknown-word replacement", _from_json(None, "bleu_unk", "bleu"),
-           family="bleu", text=REPLACED, statistics=tokenized_bleu_statistics),
+           family="bleu", text=REPLACED, statistics=MultiBleuPerl),
     Metric("chrf_before_unk_replace", "test chrF before unk replacement",
            "sacreBLEU's chrF (character 6-grams, β = 2) of the tokenized test translation as decoded, against the "
            "tokenized reference", sacrebleu_score(chrf_statistics, RAW),

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from sacrebleu.metrics.bleu import BLEU
 
 from nmtlib.atomic import atomic_write
 from nmtlib.errors import NmtlibError
@@ -56,7 +57,7 @@ from nmtlib.report.collect import (BF16_NOTE, PRECISIONS, precision, read_progre
 from nmtlib.report.findings import CRITERIA, verdict_summary
 from nmtlib.report.index import (PAGE_BLEU, beside_section, finding_cells, published_table, read_findings,
                                  results_index)
-from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in, tokenized_bleu_statistics
+from nmtlib.report.metrics import METRICS, RunFiles, chrf_statistics, metrics_in
 from nmtlib.report.paper import FIGURES, TABLES
 from nmtlib.report.samples import samples_section
 from nmtlib.report.seeds import pooled_spread, seed_spread
@@ -76,6 +77,13 @@ PAPER_HIDDEN = {"row", "section", "note", "paper_source", "experiment", "ours_da
                 "ours_device"}
 #: the sacreBLEU options that score tokenized text as multi-bleu.perl does (BLEU) and chrF beside it
 RESCORE_OPTIONS = "-m bleu chrf -tok none -s none -w 2 -f text"
+
+
+def rescore_bleu() -> BLEU:
+    """The BLEU that ``sacrebleu … RESCORE_OPTIONS`` prints: multi-bleu.perl's formula, with
+    sacreBLEU's own word splitting (at Unicode spaces too, where the tables' BLEU splits at ASCII
+    ones only: :class:`nmtlib.metrics.bleu.MultiBleuPerl`)."""
+    return BLEU(tokenize="none", smooth_method="none", force=True)
 #: the workflow's rule that trains a model: its job log says whether training resumed, its benchmark
 #: file the CPU time (workflow/rules/train.smk; a job's files are named ``<variant>.<run>``)
 TRAINING_RULE = "train_model"
@@ -364,7 +372,7 @@ def rescore_section(results: Path, published: Layout[Path], root: Path, summary:
     if not hyp.exists():
         return [*lines, f"The best model's translation ({variant}, {run}) is not there to re-score.", ""]
     hyps, refs = read_lines(hyp), read_lines(translations / REFERENCE)
-    bleu_metric, chrf_metric = tokenized_bleu_statistics(), chrf_statistics()
+    bleu_metric, chrf_metric = rescore_bleu(), chrf_statistics()
     sacre, chrf = bleu_metric.corpus_score(hyps, [refs]).score, chrf_metric.corpus_score(hyps, [refs]).score
     # the same formula as multi-bleu.perl; only words split at Unicode spaces (U+3000, U+00A0) can differ
     differs = (f" (sacreBLEU splits words at Unicode spaces as well, multi-bleu.perl only at ASCII ones: it "

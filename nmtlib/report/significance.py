@@ -284,8 +284,8 @@ def verdict(criterion: Criterion, diff: float, interval: Interval | None) -> str
 #: how the interval and the verdict are made, in one paragraph (table notes, docs)
 METHOD = (
     f"95% interval and p: sacreBLEU's paired bootstrap ({SAMPLES:,} resamples of the test sentences, seed {SEED}, "
-    "the metric's own sacreBLEU implementation: BLEU without tokenizer or smoothing on the tokenized text, as "
-    "multi-bleu.perl; chrF; the window as a mean over sentences); where a side has several seeds, each resample "
+    "each rescored from the metric's per-sentence statistics in sacreBLEU: BLEU on the tokenized text with "
+    "multi-bleu.perl's words and formula; chrF; the window as a mean over sentences); where a side has several seeds, each resample "
     "averages its seeds, and the seeds' spread enters as Student-t noise with the standard error of the difference "
     "of the seed means (Welch; paired by seed, on the seeds both sides have scored, for one model scored two ways or a fine-tuned model and its parent); a side of one seed takes the seed "
     "variance pooled over the experiment's variants that have several, where there are any. A verdict holds when the criterion is "
