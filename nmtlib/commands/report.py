@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.layout import Layout
     from nmtlib.report import collect, figures
     from nmtlib.report.findings import findings_table, verdict_summary, write_findings
+    from nmtlib.report.idle import idle_attention, idle_sentence
     from nmtlib.report.seeds import close_gap, pooled_spread, seeds_advice, seeds_wanted
     from nmtlib.report.page import claims_table, write_landing
     from nmtlib.report.paper import PaperRowError, figure_groups
@@ -99,8 +100,9 @@ def run(args: argparse.Namespace) -> int:
     done = ours.progress()
     spread = pooled_spread(summary)  # the seeds' spread of BLEU: the findings' header and the advice read it
     # the landing page shows the claims table that reads first; findings.html has every column
-    landing = {"findings": dataclasses.replace(write_findings(findings, spec, out.table("findings"), spread, done),
-                                               table=claims_table(findings)),
+    idle = idle_attention(spec, ours)  # runs whose attention learned nothing: the header and stderr name them
+    landing = {"findings": dataclasses.replace(write_findings(findings, spec, out.table("findings"), spread, done,
+                                                              idle), table=claims_table(findings)),
                "summary": write_summary(summary, spec, out.table("summary"), ours)}
 
     for name in written:
@@ -149,9 +151,12 @@ def run(args: argparse.Namespace) -> int:
     wanted = seeds_wanted(findings, spec, gap)
     if wanted:  # said where the one reading the run looks, beside the findings' header that says it too
         print(seeds_advice(wanted, gap), file=sys.stderr)
+    if idle:
+        print(f"{spec.experiment}: {idle_sentence(idle)}", file=sys.stderr)
     print(json.dumps({"tables": [str(out.table(t)) for t in written],
                       "figures": [str(out.figure(f)) for f in FIGURES], "landing": str(out.landing()),
                       "variants": len(summary), "runs_scored": models + ensembles,
                       "runs": planned + ensembles_planned, "models_to_train": untrained,
-                      "training_left_s": None if seconds is None else round(seconds), "seeds_wanted": wanted}))
+                      "training_left_s": None if seconds is None else round(seconds), "seeds_wanted": wanted,
+                      "idle_runs": [f"{r.variant} {r.run}" for r in idle]}))
     return 0

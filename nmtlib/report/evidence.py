@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from nmtlib.report.collect import ExperimentSpec, Ours, smoke_models
+from nmtlib.report.idle import IdleRun, idle_attention
 from nmtlib.report.metrics import METRICS, Metric, RunFiles, reference_lines
 from nmtlib.report.paper import PaperTable
 from nmtlib.report.significance import (Interval, Pooled, Sample, Statistic, compare, pooled_seed_variance,
@@ -56,6 +57,7 @@ class Evidence:
         self._samples: dict[tuple, Sample | None] = {}
         self._stats: dict[tuple, tuple[Statistic, np.ndarray] | None] = {}
         self._pooled: dict[str, Pooled | None] = {}
+        self.idle = idle_attention(spec, ours)
 
     def mapped_to(self, table: PaperTable, key: str) -> str | None:
         names = self.mapped.get(table.name, {}).get(key) or []
@@ -66,6 +68,11 @@ class Evidence:
 
     def sd(self, side: Side) -> float | None:
         return self.ours.sd(side.name, side.metric, side.setting)
+
+    def idle_in(self, name: str) -> list[IdleRun]:
+        """The idle runs (:mod:`nmtlib.report.idle`) among ``name``'s runs (an ensemble's members')."""
+        members = self.spec.ensembles.get(name, [name])
+        return [r for r in self.idle if r.variant in members]
 
     def is_smoke(self, name: str) -> bool:
         """Whether ``name``'s models (an ensemble's members') were stopped by ``train.max_steps``."""

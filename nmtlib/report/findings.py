@@ -12,7 +12,9 @@ Every comparison has the 95% interval of A − B and its p-value (``ci_low``, ``
 seeds, their spread (:mod:`nmtlib.report.significance`); the window claims are bootstrapped over
 sentences the same way. ``ours_a`` and ``ours_b`` are means over seeds with their standard
 deviations (``ours_a_sd``, ``ours_b_sd``), over ``runs_a`` and ``runs_b`` runs of the variants
-``variant_a`` and ``variant_b`` (each side's runs, values and resamples: :mod:`nmtlib.report.evidence`). The verdict (``criterion`` states it per row):
+``variant_a`` and ``variant_b`` (each side's runs, values and resamples: :mod:`nmtlib.report.evidence`);
+``idle_runs`` names the runs of either side whose attention learned nothing (:mod:`nmtlib.report.idle`),
+which stay in its mean. The verdict (``criterion`` states it per row):
 
 - ``holds``: the paper's direction and criterion met, the interval beyond 0 on the paper's side;
 - ``does not hold``: no value of the interval meets the criterion;
@@ -53,6 +55,7 @@ import pandas as pd
 from nmtlib.report.collect import (Done, ExperimentSpec, Ours, attention_label, data_description, gated,
                                    runs_description, test_sentences)
 from nmtlib.report.evidence import BLEU, BLEU_UNK, PPL, WINDOW, Evidence, Side, pct
+from nmtlib.report.idle import IdleRun, idle_sentence
 from nmtlib.report.metrics import METRICS, companion, metrics_in, over_sentences
 from nmtlib.report.paper import BAHDANAU_TABLE1, LUONG_TABLE1, LUONG_TABLE4, SHU_TABLE1, PaperRow, PaperTable
 from nmtlib.report.seeds import Spread, close_gap, seed_spread, seeds_advice, seeds_wanted
@@ -107,7 +110,7 @@ class Missing(NamedTuple):
 
 BASE_COLUMNS = ["claim", "source", "compared", "metric", "paper_a", "paper_b", "paper_diff", "ours_a", "ours_a_sd",
                 "ours_b", "ours_b_sd", "ours_diff", "ci_low", "ci_high", "p_value", "criterion", "verdict", "reason",
-                "note", "variant_a", "runs_a", "variant_b", "runs_b"]
+                "note", "variant_a", "runs_a", "variant_b", "runs_b", "idle_runs"]
 #: the columns of each further metric family a comparison is also made on (``<family>_<part>``)
 FAMILY_PARTS = ("a", "b", "diff", "ci_low", "ci_high", "p_value")
 
@@ -184,6 +187,11 @@ def _no_interval(a: Side) -> str:
     return f"no interval: {what} to resample are missing, and the seeds' spread needs two runs"
 
 
+#: the note of a comparison with a side whose runs include one whose attention learned nothing
+IDLE_NOTE = ("rests on a run whose attention learned nothing (idle_runs: its dev perplexity no lower than a model "
+             "without attention's), kept in its side's mean as every seed is")
+
+
 def _row(ctx: Evidence, claim: str, source: str, a: Side | None, b: Side | None, paper_a: float | None,
          paper_b: float | None, criterion: Criterion, missing: Missing | None = None, note: str = "",
          paper_diff: float | None = None, metric: str | None = None, relative: bool = False) -> dict[str, Any]:
@@ -221,6 +229,10 @@ def _row(ctx: Evidence, claim: str, source: str, a: Side | None, b: Side | None,
         notes.append(ONE_PAIR)
     if ctx.is_smoke(a.name) or ctx.is_smoke(b.name):
         out["verdict"] = NO_VERDICT
+    sides = [("A and B", a)] if a.name == b.name else [("A", a), ("B", b)]  # one model two ways: its runs once
+    if idle := [f"{label}: {r}" for label, side in sides for r in ctx.idle_in(side.name)]:
+        out["idle_runs"] = "; ".join(idle)
+        notes.append(IDLE_NOTE)
     for family in families():
         ma, mb = companion(a.metric, family), companion(b.metric, family)
         if ma is None or mb is None:
@@ -588,10 +600,11 @@ CRITERIA = (
 
 
 def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path, spread: Spread | None,
-                   done: Done) -> TableHtml:
+                   done: Done, idle: list[IdleRun] | None = None) -> TableHtml:
     """``findings.csv`` and its renderings, with the verdicts counted in the header, the runs found
     scored (``done``, :meth:`~nmtlib.report.collect.Ours.progress` of the reading the findings are made
-    from), the seeds' ``spread`` of BLEU (:func:`pooled_spread`) and the seeds it advises; returns the
+    from), the seeds' ``spread`` of BLEU (:func:`pooled_spread`), the seeds it advises and the runs
+    whose attention learned nothing (``idle``, :func:`nmtlib.report.idle.idle_attention`); returns the
     HTML rendering's parts."""
     seeds = ("ours_a and ours_b are means over seeds (± their standard deviation)" if spec.several_seeds() else
              "one seed: the interval covers the test sentences, not the run-to-run spread")
@@ -607,4 +620,6 @@ def write_findings(df: pd.DataFrame, spec: ExperimentSpec, path_csv: Path, sprea
     advice = seeds_advice(seeds_wanted(df, spec, gap), gap)
     if advice:
         header += " " + advice
+    if sentence := idle_sentence(idle or []):
+        header += " " + sentence
     return write_table(df, path_csv, f"The papers' claims on experiment {spec.experiment}", CRITERIA, header)

@@ -231,6 +231,12 @@ def findings_section(findings: pd.DataFrame, summary: pd.DataFrame, ribes: bool 
              + (f" {spread}" if (spread := seed_spread(pooled_spread(summary))) else ""), ""]
     if rows:
         lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), ""]
+    idle = [(r["claim"], r["idle_runs"]) for _, r in tested.iterrows()
+            if isinstance(r.get("idle_runs"), str) and r["idle_runs"]]
+    if idle:  # nmtlib.report.idle
+        lines += ["Claims that rest on a run whose attention learned nothing (its dev perplexity no lower than that "
+                  "of a model without attention; it stays in its side's mean and interval, as every seed does):", "",
+                  *[f"- {claim}: {runs}." for claim, runs in idle], ""]
     untested = findings[findings["verdict"] == UNTESTED]
     for reason, group in untested.groupby(untested["reason"].fillna(""), sort=False):
         lines.append(f"- Not tested, {reason}: {'; '.join(group['claim'])}.")
