@@ -36,8 +36,9 @@ class IdleRun:
     bar_run: str  #: "<variant> <run>" of the run without attention the bar is
 
     def __str__(self) -> str:
-        return (f"{self.variant} {self.run} (dev perplexity {self.dev_ppl:.2f}; the lowest without attention: "
-                f"{self.bar:.2f}, {self.bar_run})")
+        # no semicolon: a findings row's idle_runs joins its runs with "; "
+        return (f"{self.variant} {self.run} (dev perplexity {self.dev_ppl:.2f}, no lower than {self.bar:.2f} of "
+                f"{self.bar_run} without attention)")
 
 
 def idle(runs: Iterable[tuple[str, str, float, bool]]) -> list[IdleRun]:

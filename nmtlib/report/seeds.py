@@ -93,11 +93,15 @@ def seeds_wanted(df: pd.DataFrame, spec: ExperimentSpec, gap: float = CLOSE_GAP,
 
 def seeds_cell(row: pd.Series) -> str:
     """How many models each side of a findings row is the mean of, ``"A / B"`` (``runs_a`` /
-    ``runs_b``; an ensemble is one), a dash where the row does not say (an older report's)."""
+    ``runs_b``; an ensemble is one), with how many of them learned nothing with their attention
+    (``idle_runs``, :mod:`nmtlib.report.idle`): ``"3 / 3 (1 idle)"``; a dash where the row does not
+    say (an older report's)."""
     a, b = row.get("runs_a"), row.get("runs_b")
     if a is None or b is None or pd.isna(a) or pd.isna(b):
         return MISSING
-    return f"{int(a)} / {int(b)}"
+    idle = row.get("idle_runs")
+    idle = f" ({len(idle.split('; '))} idle)" if isinstance(idle, str) and idle else ""
+    return f"{int(a)} / {int(b)}{idle}"
 
 
 def seeds_advice(wanted: dict[str, list[str]], gap: float = CLOSE_GAP, seeds: int = FIRM_SEEDS) -> str:
