@@ -41,6 +41,7 @@ COMMANDS: tuple[str, ...] = (
     "evaluate",
     "report",
     "publish",
+    "verify",
 )
 
 
