@@ -15,6 +15,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+from nmtlib.layout import Layout
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -28,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "translation differs.",
     )
     parser.add_argument("--results", required=True, type=Path, metavar="DIR",
-                        help="the run to check: its results folder (results/<experiment>)")
+                        help=f"the run to check: its results folder ({Layout.of('<exp>').root})")
     parser.add_argument("--against", required=True, type=Path, metavar="DIR",
                         help="what it should reproduce: a published page's folder (docs/results/<experiment>) "
                              "or another results folder")
