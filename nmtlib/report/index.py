@@ -144,7 +144,9 @@ def results_index(folder: Path) -> Path:
     lines = ["# Reference results", "",
              f"Every page in `{folder.parent.name}/{folder.name}/` is one experiment, trained and published with `nmtlib publish`; this index "
              "is written from the pages' own tables each time one is published. A page says how its models were "
-             "trained, on what machine, at which commits, and gives every test translation.", ""]
+             "trained, on what machine, at which commits, and gives every test translation, against which "
+             f"`nmtlib verify --results {Layout.of('<exp>').root} --against {folder.parent.name}/{folder.name}/<exp>` "
+             "checks a rerun, line for line.", ""]
     if not pages:
         return _write_index(folder, [*lines, "No page is published yet."])
     rows = []
