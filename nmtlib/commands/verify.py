@@ -48,16 +48,17 @@ def _run(args: argparse.Namespace) -> int:
     differ = [c for c in compared if c.differing]
     missing = len(checks) - len(compared)
     models = len({(c.variant, c.run) for c in compared})
-    print(f"{args.results} against {args.against}: {len(compared) - len(differ)} of {counted(len(compared), 'translation')} "
-          f"of {counted(models, 'model')} identical"
-          + (f", {len(differ)} differ" if differ else "")
-          + (f"; {missing} of the {len(checks)} expected not in {args.results} (not translated yet?)" if missing else ""))
+    same = len(compared) - len(differ)
+    print(f"{args.results} against {args.against}: {same} of {counted(len(compared), 'translation')} of "
+          f"{counted(models, 'model')} identical" + (f", {len(differ)} differ" if differ else "")
+          + (f"; {missing} of the {len(checks)} expected not in {args.results} (not translated yet?)"
+             if missing else ""))
     if differ:
         rows = [{"variant": c.variant, "run": c.run, "setting": c.setting, "text": c.text,
                  "sentences differing": f"{c.differing} of {c.sentences}",
                  "BLEU": "" if c.bleu is None else f"{c.bleu:.2f}",
                  "expected BLEU": "" if c.expected_bleu is None else f"{c.expected_bleu:.2f}"} for c in differ]
         print(pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True))
-    print(json.dumps({"identical": len(compared) - len(differ), "differ": len(differ), "missing": missing,
+    print(json.dumps({"identical": same, "differ": len(differ), "missing": missing,
                       "differing": [dataclasses.asdict(c) for c in differ]}))
     return 1 if differ or not compared else 0

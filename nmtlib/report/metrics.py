@@ -12,11 +12,11 @@ metric is one :func:`register` call (docs/extending.md, "Adding a metric").
 paired bootstrap resamples (:mod:`nmtlib.report.significance`): tokenized BLEU is
 :class:`nmtlib.metrics.bleu.MultiBleuPerl`, the sacreBLEU metric whose statistics the scores'
 ``multi-bleu.perl`` numbers are summed from (docs/metrics.md); chrF is sacreBLEU's ``CHRF()``
-with its defaults, on the same tokenized output and reference as BLEU. A metric of a text that is the mean of its sentences'
-scores (RIBES) gives them instead (``sentence_scores``). Either way the bootstrap takes a text
-metric's per-sentence rows from hypotheses and references alone, so the findings over an
-experiment's files and ``nmtlib compare`` over any two files resample the same rows
-(:meth:`nmtlib.report.significance.Statistic.of_text`).
+with its defaults, on the same tokenized output and reference as BLEU. A metric of a text that
+is the mean of its sentences' scores (RIBES) gives them instead (``sentence_scores``). Either way
+the bootstrap takes a text metric's per-sentence rows from hypotheses and references alone, so
+the findings over an experiment's files and ``nmtlib compare`` over any two files resample the
+same rows (:meth:`nmtlib.report.significance.Statistic.of_text`).
 """
 
 from __future__ import annotations

@@ -78,12 +78,6 @@ PAPER_HIDDEN = {"row", "section", "note", "paper_source", "experiment", "ours_da
 #: the sacreBLEU options that score tokenized text as multi-bleu.perl does (BLEU) and chrF beside it
 RESCORE_OPTIONS = "-m bleu chrf -tok none -s none -w 2 -f text"
 
-
-def rescore_bleu() -> BLEU:
-    """The BLEU that ``sacrebleu … RESCORE_OPTIONS`` prints: multi-bleu.perl's formula, with
-    sacreBLEU's own word splitting (at Unicode spaces too, where the tables' BLEU splits at ASCII
-    ones only: :class:`nmtlib.metrics.bleu.MultiBleuPerl`)."""
-    return BLEU(tokenize="none", smooth_method="none", force=True)
 #: the workflow's rule that trains a model: its job log says whether training resumed, its benchmark
 #: file the CPU time (workflow/rules/train.smk; a job's files are named ``<variant>.<run>``)
 TRAINING_RULE = "train_model"
@@ -107,6 +101,13 @@ TOKENIZATION = {
 
 class PathOutsideRepository(NmtlibError):
     """The page would name a path outside the repository (a command's ``../shared/data``)."""
+
+
+def rescore_bleu() -> BLEU:
+    """The BLEU that ``sacrebleu … RESCORE_OPTIONS`` prints: multi-bleu.perl's formula, with
+    sacreBLEU's own word splitting (at Unicode spaces too, where the tables' BLEU splits at ASCII
+    ones only: :class:`nmtlib.metrics.bleu.MultiBleuPerl`)."""
+    return BLEU(tokenize="none", smooth_method="none", force=True)
 
 
 @dataclass
