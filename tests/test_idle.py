@@ -59,6 +59,23 @@ def test_the_claims_that_rest_on_it_say_so_and_keep_it_in_the_mean(tmp_path: Pat
     assert len(feed) and feed.idle_runs.notna().all()
 
 
+def test_a_paired_comparison_names_only_the_seeds_it_keeps(tmp_path: Path) -> None:
+    """flex's seed 2 learned nothing; flex-ft (fine-tuned from flex, paired with it seed by seed) has
+    only seed 1 scored, so the claims between the two compare seed 1 alone and rest on no idle run,
+    while a claim with flex unpaired takes in both its seeds and says so."""
+    spec = make_experiment(tmp_path / "results")
+    root = tmp_path / "results"
+    path = root / "scores" / "flex" / "seed2" / "test.ppl.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "dev_ppl": 21.0}))
+    for f in (root / "scores" / "flex-ft" / "seed2").glob("*.json"):
+        f.unlink()
+    df = findings_table(spec)
+    paired = df[(df.variant_a == "flex-ft") & (df.variant_b == "flex")]
+    unpaired = df[((df.variant_a == "flex") | (df.variant_b == "flex")) & (df.variant_a != "flex-ft")]
+    assert len(paired) and paired.idle_runs.isna().all()
+    assert len(unpaired) and unpaired.idle_runs.str.contains("flex seed2").all()
+
+
 def test_the_report_names_it_in_the_findings_header_and_on_stderr(tmp_path: Path, capsys) -> None:
     spec = _idle_experiment(tmp_path)
     tables, _ = run_report(spec, tmp_path / "out")

@@ -230,7 +230,9 @@ def _row(ctx: Evidence, claim: str, source: str, a: Side | None, b: Side | None,
     if ctx.is_smoke(a.name) or ctx.is_smoke(b.name):
         out["verdict"] = NO_VERDICT
     sides = [("A and B", a)] if a.name == b.name else [("A", a), ("B", b)]  # one model two ways: its runs once
-    if idle := [f"{label}: {r}" for label, side in sides for r in ctx.idle_in(side.name)]:
+    used = set(paired) if paired is not None else None  # the seeds a paired comparison keeps, where fewer
+    if idle := [f"{label}: {r}" for label, side in sides for r in ctx.idle_in(side.name)
+                if used is None or side.name in ctx.spec.ensembles or r.run in used]:
         out["idle_runs"] = "; ".join(idle)
         notes.append(IDLE_NOTE)
     for family in families():
