@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from nmtlib.report.collect import ExperimentSpec, Ours, smoke_models
-from nmtlib.report.idle import IdleRun, idle_attention
+from nmtlib.report.idle import DEV_PPL, IdleRun, idle_attention
 from nmtlib.report.metrics import METRICS, Metric, RunFiles, reference_lines
 from nmtlib.report.paper import PaperTable
 from nmtlib.report.significance import (Interval, Pooled, Sample, Statistic, compare, pooled_seed_variance,
@@ -29,7 +29,6 @@ from nmtlib.report.tables import assignments
 
 #: the registered metrics the claims compare (:data:`nmtlib.report.metrics.METRICS`)
 BLEU, BLEU_UNK, PPL, WINDOW = "bleu_before_unk_replace", "bleu_after_unk_replace", "test_ppl", "avg_window"
-DEV_PPL = "dev_ppl"
 
 
 @dataclass(frozen=True)

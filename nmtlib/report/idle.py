@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from nmtlib.report.collect import ExperimentSpec, Ours, smoke_models
 
+#: the registered metric both the idle test and a claim's choice among variants read (never a test score)
 DEV_PPL = "dev_ppl"
 
 

@@ -77,7 +77,6 @@ PAPER_HIDDEN = {"row", "section", "note", "paper_source", "experiment", "ours_da
                 "ours_device"}
 #: the sacreBLEU options that score tokenized text as multi-bleu.perl does (BLEU) and chrF beside it
 RESCORE_OPTIONS = "-m bleu chrf -tok none -s none -w 2 -f text"
-
 #: the workflow's rule that trains a model: its job log says whether training resumed, its benchmark
 #: file the CPU time (workflow/rules/train.smk; a job's files are named ``<variant>.<run>``)
 TRAINING_RULE = "train_model"
