@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     from nmtlib.layout import Layout
     from nmtlib.report import collect, figures
     from nmtlib.report.findings import findings_table, verdict_summary, write_findings
-    from nmtlib.report.idle import idle_attention, idle_sentence
+    from nmtlib.report.evidence import Evidence
+    from nmtlib.report.idle import idle_sentence
     from nmtlib.report.seeds import close_gap, pooled_spread, seeds_advice, seeds_wanted
     from nmtlib.report.page import claims_table, write_landing
     from nmtlib.report.paper import PaperRowError, figure_groups
@@ -93,14 +94,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = collect.summary_table(spec, ours)
         paper = list(write_paper_tables(spec, out, ours))
-        findings = findings_table(spec, ours)
+        evidence = Evidence(spec, ours)  # read once: the findings and the idle runs named below
+        findings = findings_table(spec, evidence=evidence)
     except PaperRowError as err:
         raise NmtlibError(str(err)) from None
     written = [*OVERVIEW, *paper]
     done = ours.progress()
     spread = pooled_spread(summary)  # the seeds' spread of BLEU: the findings' header and the advice read it
     # the landing page shows the claims table that reads first; findings.html has every column
-    idle = idle_attention(spec, ours)  # runs whose attention learned nothing: the header and stderr name them
+    idle = evidence.idle  # runs whose attention learned nothing: the header and stderr name them
     landing = {"findings": dataclasses.replace(write_findings(findings, spec, out.table("findings"), spread, done,
                                                               idle), table=claims_table(findings)),
                "summary": write_summary(summary, spec, out.table("summary"), ours)}

@@ -554,9 +554,10 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
-def findings_table(spec: ExperimentSpec, ours: Ours | None = None) -> pd.DataFrame:
-    """One row per claim (per pair for Luong Table 4's rankings); see the module docstring."""
-    ctx = Evidence(spec, ours or Ours(spec))
+def findings_table(spec: ExperimentSpec, ours: Ours | None = None, evidence: Evidence | None = None) -> pd.DataFrame:
+    """One row per claim (per pair for Luong Table 4's rankings); see the module docstring. ``evidence``:
+    the run's, where the caller reads it too (its idle runs), else gathered here from ``ours``."""
+    ctx = evidence or Evidence(spec, ours or Ours(spec))
     rows = [row for claim in CLAIMS for row in claim.rows(ctx)]
     rows.sort(key=lambda r: r["verdict"] == UNTESTED)  # what the experiment tests first, in claim order
     df = pd.DataFrame(rows, columns=columns())
