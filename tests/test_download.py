@@ -360,6 +360,8 @@ def test_unreachable_host_names_url_and_cache_path(
     assert (
         f"place the file by hand at {cache / 'toy' / 'corpus.txt'} (sha256 {sha256(b'x')})" in msg
     )
+    # the other way out on an offline machine that has the data: every way of pointing the cache
+    assert "$NMTLIB_CACHE" in msg and "nmtlib download --cache" in msg and "cache_dir=" in msg
 
 
 @needs_shared

@@ -228,7 +228,10 @@ def _hand_hint(entry: FileEntry, target: Path, expected: str | None) -> str:
         "the plain text extracted from that SGML file" if entry.convert == "wmt-sgm" else "the file"
     )
     pin = f" (sha256 {expected})" if expected else ""
-    return f"download it elsewhere and place {what} by hand at {target}{pin}, then rerun"
+    # the other way out for an offline machine with the data on disk (a shared folder, a copied cache)
+    return (f"download it elsewhere and place {what} by hand at {target}{pin}, or point the cache at a folder "
+            "that holds it ($NMTLIB_CACHE, `nmtlib download --cache`, the workflow's `--config cache_dir=`), "
+            "then rerun")
 
 
 def manual_error(
