@@ -230,7 +230,7 @@ def _hand_hint(entry: FileEntry, target: Path, expected: str | None) -> str:
     pin = f" (sha256 {expected})" if expected else ""
     # the other way out for an offline machine with the data on disk (a shared folder, a copied cache)
     return (f"download it elsewhere and place {what} by hand at {target}{pin}, or point the cache at a folder "
-            "that holds it ($NMTLIB_CACHE, `nmtlib download --cache`, the workflow's `--config cache_dir=`), "
+            "that holds it ($NMTLIB_CACHE, nmtlib download --cache, the workflow's --config cache_dir=), "
             "then rerun")
 
 
