@@ -628,3 +628,29 @@ def test_the_page_shows_sample_sentences_with_every_models_output(tmp_path: Path
     assert rows(tables[1][2]) == [["source", "a b c d e f g h i j k l m n o p"],
                                   ["reference", "A B C D E F G H I J K L M N O"],
                                   ["base", "A B C D E F G H I J K L M N"], ["flex-ft", "A B C D E F G H I J K L M N O"]]
+
+
+def test_the_beside_section_names_the_claims_whose_verdict_changes() -> None:
+    """Before the side-by-side table, a reader learns which claims change verdict between the
+    experiments (a claim counts where two or more test it) and how many keep theirs."""
+    from nmtlib.report.index import beside_section, verdicts_compared
+
+    verdicts = {"A": {"x": "holds", "y": "does not hold", "z": "holds"},
+                "B": {"x": "holds", "y": "holds"},
+                "C": {"x": "inconclusive", "y": "not tested"},  # tested once: neither changed nor kept
+                "D": {"x": "not tested", "y": "not tested"}}
+    assert verdicts_compared(verdicts) == (
+        "The verdict changes with the experiment for 1 claim: *A* (holds on `x` and `z`; does not hold on `y`). "
+        "The other claim tested by more than one experiment keeps its verdict.")
+    assert verdicts_compared({k: verdicts[k] for k in "BCD"}) == (
+        "Every claim tested by more than one experiment keeps its verdict (1 claim).")
+    assert verdicts_compared({k: verdicts[k] for k in "CD"}) == ""
+
+    def findings(verdict: str) -> pd.DataFrame:
+        return pd.DataFrame([{"claim": "Dropout helps", "metric": "BLEU (A − B)", "paper_diff": 2.0,
+                              "ours_diff": -1.0, "ci_low": -2.0, "ci_high": 0.5, "verdict": verdict}])
+
+    section = beside_section({"ende": findings("inconclusive"), "deen": findings("does not hold")})
+    assert section[4] == ("The verdict changes with the experiment for 1 claim: *Dropout helps* "
+                          "(inconclusive on `ende`; does not hold on `deen`).")
+    assert section[6].startswith("|")  # the table follows

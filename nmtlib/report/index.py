@@ -106,26 +106,58 @@ def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
     """The findings of several experiments side by side (this one first): every claim that one of
     them tests, one row per experiment, each with its own paper difference (a claim's paper number
     follows the experiment's direction, and so may its wording: the row goes by the claim's one name,
-    :func:`nmtlib.report.findings.claim_name`), ours, the interval and the verdict."""
+    :func:`nmtlib.report.findings.claim_name`), ours, the interval and the verdict; before the table,
+    the claims whose verdict changes from one experiment to another (:func:`verdicts_compared`)."""
     names = list(experiments)
     claims = _tested_claims(experiments.values())
-    rows = []
+    rows, verdicts = [], {}
     for claim in claims:
         for i, name in enumerate(names):
             cells = (_claim_cells(experiments[name], claim)
                      or {"paper": MISSING, "ours": MISSING, "95% interval": MISSING, "seeds": MISSING,
                          "verdict": UNTESTED})
             rows.append({"claim": claim if i == 0 else "", "experiment": name, **cells})
+            verdicts.setdefault(claim, {})[name] = cells["verdict"]
     quoted = [f"`{n}`" for n in names]
     lines = [f"## Beside {and_list(quoted[1:])}", "",
              f"Every claim that {and_list(quoted, 'or')} tests, one row per "
              "experiment, each from that experiment's own findings (its paper difference is the paper's number "
              "for that experiment's direction).", ""]
+    if sentence := verdicts_compared(verdicts):
+        lines += [sentence, ""]
     if rows:
         lines += [pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True), ""]
     else:
         lines += ["None of them tests a claim yet.", ""]
     return lines
+
+
+def verdicts_compared(verdicts: dict[str, dict[str, str]]) -> str:
+    """Which claims change verdict from one experiment to another, in a sentence: ``verdicts`` is
+    ``{claim: {experiment: verdict}}``; a claim counts where at least two experiments test it (a
+    verdict other than not tested). Empty where no claim is tested twice."""
+    changed, same = [], 0
+    for claim, by in verdicts.items():
+        tested = {name: v for name, v in by.items() if v != UNTESTED}
+        if len(tested) < 2:
+            continue
+        if len(set(tested.values())) == 1:
+            same += 1
+            continue
+        grouped = {v: [f"`{n}`" for n, w in tested.items() if w == v] for v in dict.fromkeys(tested.values())}
+        changed.append(f"*{claim}* ({'; '.join(f'{v} on {and_list(ns)}' for v, ns in grouped.items())})")
+    if not changed and not same:
+        return ""
+    parts = []
+    if changed:
+        parts.append(f"The verdict changes with the experiment for {counted(len(changed), 'claim')}: "
+                     f"{'; '.join(changed)}.")
+    if same and changed:
+        parts.append(f"The other {'claim' if same == 1 else f'{same} claims'} tested by more than one experiment "
+                     f"{'keeps its' if same == 1 else 'keep their'} verdict.")
+    elif same:
+        parts.append(f"Every claim tested by more than one experiment keeps its verdict ({counted(same, 'claim')}).")
+    return " ".join(parts)
 
 
 def results_index(folder: Path) -> Path:
