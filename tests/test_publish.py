@@ -482,6 +482,8 @@ def test_a_claim_worded_per_direction_is_one_claim_across_experiments(tmp_path: 
     assert matrix == [["claim", "deen", "enja"],
                       ["Flexible Attention at τ = 1.2 computes fewer attention scores",
                        "holds: -59.53% [-67.55%, -52.67%]", "holds: -20.00% [-25.00%, -15.00%]"]]
+    # the claims whose verdict changes across the pages come before the table: none here
+    assert "Every claim tested by more than one experiment keeps its verdict (1 claim).\n\n| claim" in text
 
 
 def test_a_run_still_going_is_published_only_when_asked_and_the_page_says_so(tmp_path: Path, capsys) -> None:

@@ -164,7 +164,8 @@ def results_index(folder: Path) -> Path:
     """Write ``<folder>.md`` beside ``folder`` (outside it: every page in it publishes its translations):
     every page published in ``folder`` (a ``<stem>.md`` with its
     ``<stem>/summary.csv`` and ``<stem>/findings.csv``) in one table, then the papers' claims across
-    them, one column per page: what a reader of several experiments asks first (does a claim hold on
+    them, one column per page, after the claims whose verdict changes from page to page
+    (:func:`verdicts_compared`): what a reader of several experiments asks first (does a claim hold on
     every corpus and direction?). Everything is read from the pages' own CSVs and titles."""
     pages = {}
     for page in sorted(folder.glob("*.md"), key=lambda p: p.stem):
@@ -208,18 +209,21 @@ def results_index(folder: Path) -> Path:
     lines += ["## The papers' claims across experiments", ""]
     if not claims:
         return _write_index(folder, [*lines, "No page tests a claim yet."])
-    matrix = []
+    matrix, verdicts = [], {}
     for claim in claims:
         row = {"claim": claim}
         for stem, (_, _, findings) in pages.items():
             cells = _claim_cells(findings, claim)
+            verdicts.setdefault(claim, {})[stem] = UNTESTED if cells is None else cells["verdict"]
             row[stem] = (UNTESTED if cells is None else
                          f"{cells['verdict']}: {cells['ours']} {cells['95% interval']}".replace(f" {MISSING}", ""))
         matrix.append(row)
     lines += ["Each claim that some page tests, and each page's verdict with our difference A − B and its 95% "
               "interval (window claims in percent). The rows compared, the paper's own difference for that page's "
-              "direction and why a claim is not tested are on each page.", "",
-              pd.DataFrame(matrix).to_markdown(index=False, disable_numparse=True)]
+              "direction and why a claim is not tested are on each page.", ""]
+    if sentence := verdicts_compared(verdicts):
+        lines += [sentence, ""]
+    lines += [pd.DataFrame(matrix).to_markdown(index=False, disable_numparse=True)]
     return _write_index(folder, lines)
 
 
