@@ -640,13 +640,14 @@ def test_the_beside_section_names_the_claims_whose_verdict_changes() -> None:
     verdicts = {"A": {"x": "holds", "y": "does not hold", "z": "holds"},
                 "B": {"x": "holds", "y": "holds"},
                 "C": {"x": "inconclusive", "y": "not tested"},  # tested once: neither changed nor kept
-                "D": {"x": "not tested", "y": "not tested"}}
+                "D": {"x": "not tested", "y": "not tested"},
+                "E": {"x": "holds", "y": "no verdict: smoke run"}}  # a smoke run gives no verdict to differ from
     assert verdicts_compared(verdicts) == (
         "The verdict changes with the experiment for 1 claim: *A* (holds on `x` and `z`; does not hold on `y`). "
         "The other claim tested by more than one experiment keeps its verdict.")
     assert verdicts_compared({k: verdicts[k] for k in "BCD"}) == (
         "Every claim tested by more than one experiment keeps its verdict (1 claim).")
-    assert verdicts_compared({k: verdicts[k] for k in "CD"}) == ""
+    assert verdicts_compared({k: verdicts[k] for k in "CDE"}) == ""
 
     def findings(verdict: str) -> pd.DataFrame:
         return pd.DataFrame([{"claim": "Dropout helps", "metric": "BLEU (A − B)", "paper_diff": 2.0,

@@ -135,10 +135,10 @@ def beside_section(experiments: dict[str, pd.DataFrame]) -> list[str]:
 def verdicts_compared(verdicts: dict[str, dict[str, str]]) -> str:
     """Which claims change verdict from one experiment to another, in a sentence: ``verdicts`` is
     ``{claim: {experiment: verdict}}``; a claim counts where at least two experiments test it (a
-    verdict other than not tested). Empty where no claim is tested twice."""
+    verdict other than not tested, and a smoke run's no verdict). Empty where no claim is tested twice."""
     changed, same = [], 0
     for claim, by in verdicts.items():
-        tested = {name: v for name, v in by.items() if v != UNTESTED}
+        tested = {name: v for name, v in by.items() if v not in (UNTESTED, NO_VERDICT)}
         if len(tested) < 2:
             continue
         if len(set(tested.values())) == 1:
