@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from nmtlib.report.findings import findings_table
 from nmtlib.report.idle import IdleRun, idle
