@@ -42,6 +42,7 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "publish",
     "verify",
+    "carry",
 )
 
 

@@ -21,6 +21,8 @@ The folder of an experiment::
     vocab/{side}.txt                                the vocabularies
     models/{variant}/{run}/model.pt, train_log.csv, a trained model, its learning curve and its
       env.json                                      record (nmtlib.provenance)
+    models/{variant}/{run}/model.left-behind.json   in place of model.pt where the results were carried
+                                                    from another machine without it (nmtlib.carry)
     models/{variant}/decode.json                    the experiment's decoding options of a variant
     translations/{variant}/{run}/test.{setting}     + .txt, .unk.txt, .jsonl (TRANSLATION_SUFFIXES)
     scores/{variant}/{run}/test.{what}.json         what: a setting, ``ppl`` or ``aer``
@@ -74,6 +76,9 @@ def run_order(run: str) -> tuple[int, str]:
 #: the files of a model folder (``nmtlib train --out``): the weights, the learning curve and the
 #: record of how the model was trained (:mod:`nmtlib.provenance`)
 MODEL, TRAIN_LOG, RECORD = "model.pt", "train_log.csv", "env.json"
+#: what a model folder holds in place of the weights where its results were carried to another machine
+#: without them (:mod:`nmtlib.carry`): the weights' digest and what the reports read of them
+LEFT_BEHIND = "model.left-behind.json"
 #: the experiment's decoding options of a variant, beside its model folders
 DECODE_SETTINGS = "decode.json"
 #: the key of a model's perplexity scores (``nmtlib evaluate perplexity``) that holds each test
@@ -142,6 +147,9 @@ class Layout(_Folder[P]):
 
     # -- prepared text and vocabularies ------------------------------------------------------------
 
+    def data_dir(self) -> P:
+        return self._at("data")
+
     def data(self, split: str, side: str) -> P:
         """A split tokenized and cleaned (``nmtlib prepare``)."""
         return self._at("data", f"{split}.{side}")
@@ -167,6 +175,17 @@ class Layout(_Folder[P]):
 
     def model(self, variant: str, run: str) -> P:
         return self._at("models", variant, run, MODEL)
+
+    def left_behind(self, variant: str, run: str) -> P:
+        """The record of a trained model whose weights stayed on the machine its results were carried
+        from (:mod:`nmtlib.carry`), in its folder in place of ``model.pt``."""
+        return self._at("models", variant, run, LEFT_BEHIND)
+
+    def trained(self, variant: str, run: str) -> bool:
+        """Whether the model finished training: its ``model.pt`` is here, or the record of one left
+        behind where its results were carried from (:meth:`left_behind`). The one test of a finished
+        model for everything that reads results; a model still training has neither."""
+        return Path(self.model(variant, run)).exists() or Path(self.left_behind(variant, run)).exists()
 
     def resume_state(self, variant: str, run: str) -> P:
         """The state a training resumes from (weights, optimiser, RNG states, position in the epoch),
@@ -255,6 +274,11 @@ def settings_beside(model: Path) -> Path:
     """The experiment's decoding options (:meth:`Layout.decode_settings`) of the model file
     ``model`` of a results folder: beside the folder of its run."""
     return model.parent.parent / DECODE_SETTINGS
+
+
+#: the workflow's rule that trains a model (workflow/rules/train.smk): its job log says whether training
+#: resumed, its benchmark file the CPU time; a job's files are named ``<variant>.<run>``
+TRAINING_RULE = "train_model"
 
 
 class Logs(_Folder[P]):

@@ -20,7 +20,7 @@ LAYERS: dict[str, int] = {
     "__init__": 0, "errors": 0, "files": 0, "atomic": 0, "locks": 0, "registry": 0, "config": 0, "memory": 0,
     "precision": 0, "provenance": 0, "origin": 0, "layout": 0, "words": 0,
     "data": 1, "metrics": 1, "models": 1,
-    "checkpoint": 2,
+    "checkpoint": 2, "carry": 2,
     "decode": 3,
     "train": 4, "report": 4,
     "cli": 5, "commands": 5, "workflow_config": 5, "__main__": 5,

@@ -214,7 +214,7 @@ def training_left(spec: ExperimentSpec) -> tuple[int, float | None, float | None
             log = _train_log(spec, name, run)
             timed = log is not None and not log.empty and "elapsed_s" in log and not pd.isna(log["elapsed_s"].iloc[-1])
             spent = float(log["elapsed_s"].iloc[-1]) if timed else 0.0
-            if spec.layout.model(name, run).exists():
+            if spec.layout.trained(name, run):
                 if timed and int(log["epoch"].iloc[-1]) > 0:
                     per_epoch.append(spent / int(log["epoch"].iloc[-1]))
             else:

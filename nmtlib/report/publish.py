@@ -49,7 +49,7 @@ from sacrebleu.metrics.bleu import BLEU
 from nmtlib.atomic import atomic_write
 from nmtlib.errors import NmtlibError
 from nmtlib.files import read_lines
-from nmtlib.layout import RAW_TEXT, Layout, Logs
+from nmtlib.layout import RAW_TEXT, TRAINING_RULE, Layout, Logs
 from nmtlib.origin import TRAINER, training_code
 from nmtlib.provenance import machine, starts
 from nmtlib.report.collect import (BF16_NOTE, PRECISIONS, precision, read_progress, scored_so_far,
@@ -77,9 +77,6 @@ PAPER_HIDDEN = {"row", "section", "note", "paper_source", "experiment", "ours_da
                 "ours_device"}
 #: the sacreBLEU options that score tokenized text as multi-bleu.perl does (BLEU) and chrF beside it
 RESCORE_OPTIONS = "-m bleu chrf -tok none -s none -w 2 -f text"
-#: the workflow's rule that trains a model: its job log says whether training resumed, its benchmark
-#: file the CPU time (workflow/rules/train.smk; a job's files are named ``<variant>.<run>``)
-TRAINING_RULE = "train_model"
 #: the published copy of the test reference and source, beside the translations
 REFERENCE, SOURCE = "reference.txt", "source.txt"
 #: the findings' RIBES column, on the pages of a pair with Japanese on one side (WAT's second metric)
@@ -143,14 +140,15 @@ class ModelRun:
 
 def model_runs(results: Path, logs: Path | None, settings: dict[str, str] | None = None) -> list[ModelRun]:
     """One entry per trained model of the results folder ``results`` (a model folder with a
-    training log and the finished model), with what ``logs``, its logs folder, says of its job, and
+    training log and the finished model, or the record of one carried without it:
+    :meth:`~nmtlib.layout.Layout.trained`), with what ``logs``, its logs folder, says of its job, and
     its test BLEU at ``settings[variant]`` (the summary's decoding setting of each variant). With
     ``settings``, only the summary's variants: a model still training, or one of a variant the
     tables leave out (``only_variants``), is not among the page's models."""
     layout, job_logs = Layout(results), Logs(logs) if logs else None
     runs = []
     for log, (variant, run) in layout.found(layout.train_log("*", "*")):
-        if not layout.model(variant, run).exists() or (settings is not None and variant not in settings):
+        if not layout.trained(variant, run) or (settings is not None and variant not in settings):
             continue
         with open(log, encoding="utf-8") as f:
             rows = [r for r in csv.DictReader(f) if r.get("dev_ppl")]
@@ -255,12 +253,13 @@ def paper_table_section(name: str, df: pd.DataFrame) -> list[str]:
 
 def preprocess_record(results: Path) -> dict | None:
     """The preprocess record (languages, tokenizers, case) the first trained model of the results
-    folder ``results`` keeps; None where no model has one (older models, or none trained yet)."""
-    from nmtlib import checkpoint
+    folder ``results`` keeps (its weights, or the record of weights left behind by ``nmtlib carry``);
+    None where no model has one (older models, or none trained yet)."""
+    from nmtlib.carry import preprocess_of
 
     layout = Layout(results)
-    for path, _ in layout.found(layout.model("*", "*")):
-        record = checkpoint.load(path).get("preprocess")
+    for _, (variant, run) in layout.found(layout.train_log("*", "*")):
+        record = preprocess_of(layout, variant, run)
         if record:
             return record
     return None
