@@ -4,7 +4,8 @@ A long run can outlive its machine: a cluster's scratch space is purged, a cloud
 back, the run moves to another cluster. What it computed, but for the weights, is small and
 travels: every model's learning curve and record, the translations, scores and attention, the
 tables, figures and report, and the jobs' logs and benchmark files. :func:`save` copies them into a
-folder with a manifest of each file's SHA-256, size and modification time; :func:`restore` checks
+folder with a manifest of each file's SHA-256, size and modification time (a file of 64 KiB or more
+gzip-compressed: a training job's log is mostly progress bars); :func:`restore` checks
 every byte and puts them back where they were, times included.
 
 Why the times: where Snakemake's own records (``.snakemake/``) are missing, as on a new machine, it
@@ -35,16 +36,16 @@ data the models were trained on) are the workflow's layout, and Snakemake needs 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nmtlib.atomic import atomic_write, temporary_name
+from nmtlib.atomic import atomic_write
 from nmtlib.errors import NmtlibError
 from nmtlib.files import file_digests
 from nmtlib.layout import LOGS, MODEL, RESULTS, TRAINING_RULE, Layout, Logs
@@ -52,6 +53,8 @@ from nmtlib.layout import LOGS, MODEL, RESULTS, TRAINING_RULE, Layout, Logs
 #: the manifest of a carried folder, beside its ``results/`` and ``logs/``
 MANIFEST = "carried.json"
 FORMAT = 1
+#: files from this size on are kept gzip-compressed in a carried folder (``<name>.gz``; the manifest says so)
+GZIP_FROM, GZIP = 64 * 1024, "gzip"
 
 
 class CarryError(NmtlibError):
@@ -167,6 +170,9 @@ def save(results: Path, logs: Path, to: Path) -> Carried:
             if root is results and _under(path, regenerated_dirs):
                 regenerated[key] = _entry(path)
                 continue
+            if path.name.endswith(".gz"):  # atomic_write would compress the restored bytes a second time
+                raise CarryError(f"{path}: a result named .gz; nmtlib carry restores through a writer that "
+                                 f"compresses such names, so it cannot carry it")
             carried[key], sources[key] = _entry(path), path
     for variant, run in trained:
         model = layout.model(variant, run)
@@ -179,24 +185,22 @@ def save(results: Path, logs: Path, to: Path) -> Carried:
             sources[key] = text
     to.mkdir(parents=True, exist_ok=True)
     for key, entry in carried.items():
-        dest = to / key
+        source = sources[key]
+        data = source if isinstance(source, bytes) else source.read_bytes()
+        if len(data) >= GZIP_FROM:  # a training job's log is mostly progress bars: 0.8 MB, 40 KB gzipped
+            entry["stored"] = GZIP
+        dest = _stored(to, key, entry)
         done.files += 1
         done.bytes += entry["size"]
-        if dest.exists() and dest.stat().st_size == entry["size"] and file_digests(dest)["sha256"] == entry["sha256"]:
-            os.utime(dest, ns=(entry["mtime_ns"], entry["mtime_ns"]))
-            continue
-        source = sources[key]
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(source, bytes):
-            with atomic_write(dest, binary=True) as f:
-                f.write(source)
-        else:
-            _copy(source, dest)
+        if not (dest.exists() and _read_stored(dest, entry) == data):
+            with atomic_write(dest, binary=True) as f:  # a .gz name: written gzip-compressed, the same bytes each time
+                f.write(data)
+            done.copied += 1
         os.utime(dest, ns=(entry["mtime_ns"], entry["mtime_ns"]))
-        done.copied += 1
+    stored = {_stored(to, key, entry).relative_to(to).as_posix() for key, entry in carried.items()}
     for name in (RESULTS, LOGS):  # what an earlier save carried that is gone since (a model trained again)
         for path in _files(to / name) if (to / name).is_dir() else []:
-            if path.relative_to(to).as_posix() not in carried:
+            if path.relative_to(to).as_posix() not in stored:
                 path.unlink()
         for folder in sorted((to / name).rglob("*") if (to / name).is_dir() else [], reverse=True):
             if folder.is_dir() and not any(folder.iterdir()):
@@ -210,14 +214,28 @@ def save(results: Path, logs: Path, to: Path) -> Carried:
     return done
 
 
-def _copy(source: Path, dest: Path) -> None:
-    """Copy through a temporary name, so that a copy cut short leaves no partial file under the name."""
-    tmp = temporary_name(dest)
+def _stored(folder: Path, key: str, entry: dict[str, Any]) -> Path:
+    """Where a carried folder holds the file ``key``: under its name, gzip-compressed ones with ``.gz`` added."""
+    return folder / (key + ".gz" if entry.get("stored") == GZIP else key)
+
+
+def _read_stored(path: Path, entry: dict[str, Any]) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if entry.get("stored") == GZIP else data
+
+
+def _carried_bytes(folder: Path, key: str, entry: dict[str, Any]) -> bytes:
+    """The bytes of the carried file ``key``, checked against the manifest."""
+    path = _stored(folder, key, entry)
     try:
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
+        data = _read_stored(path, entry)
+    except FileNotFoundError:
+        raise CarryError(f"{path}: in {MANIFEST} but not in the folder; nothing restored") from None
+    except (OSError, EOFError) as err:
+        raise CarryError(f"{path}: cannot read ({err}); nothing restored") from None
+    if len(data) != entry["size"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise CarryError(f"{path}: its bytes differ from {MANIFEST} (sha256 {entry['sha256'][:12]}…); nothing restored")
+    return data
 
 
 def _place(key: str, results: Path, logs: Path) -> Path:
@@ -250,26 +268,24 @@ def restore(source: Path, results: Path, logs: Path) -> Carried:
         if not _same(dest, entry):
             raise CarryError(f"{dest}: not the file the carried models were trained on (sha256 "
                              f"{entry['sha256'][:12]}…); nothing restored")
-    todo: list[tuple[Path, Path, dict[str, Any]]] = []
+    todo: list[tuple[Path, bytes | None, dict[str, Any]]] = []
     for key, entry in carried.items():
-        src, dest = source / key, _place(key, results, logs)
-        if not src.is_file():
-            raise CarryError(f"{src}: in {MANIFEST} but not in the folder; nothing restored")
-        if not _same(src, entry):
-            raise CarryError(f"{src}: its bytes differ from {MANIFEST} (sha256 {entry['sha256'][:12]}…); "
-                             f"nothing restored")
-        if dest.exists() and not _same(dest, entry):
-            if key.startswith(f"{LOGS}/"):
-                continue  # the log of a job that ran here too (the data steps): this machine's own is kept
-            raise CarryError(f"{dest}: already there with other bytes than the carried file; nothing restored "
-                             f"(move it away to take the carried one)")
-        todo.append((src, dest, entry))
+        data, dest = _carried_bytes(source, key, entry), _place(key, results, logs)
+        if dest.exists():
+            if not _same(dest, entry):
+                if key.startswith(f"{LOGS}/"):
+                    continue  # the log of a job that ran here too (the data steps): this machine's own is kept
+                raise CarryError(f"{dest}: already there with other bytes than the carried file; nothing restored "
+                                 f"(move it away to take the carried one)")
+            data = None  # there already, the same bytes: only its time is set
+        todo.append((dest, data, entry))
     done = Carried(models=list(manifest.get("models", [])), left_out=list(manifest.get("left_out", [])),
                    regenerated=len(regenerated))
-    for src, dest, entry in todo:
-        if not dest.exists():
+    for dest, data, entry in todo:
+        if data is not None:
             dest.parent.mkdir(parents=True, exist_ok=True)
-            _copy(src, dest)
+            with atomic_write(dest, binary=True) as f:
+                f.write(data)
             done.copied += 1
         os.utime(dest, ns=(entry["mtime_ns"], entry["mtime_ns"]))
         done.files += 1

@@ -184,3 +184,29 @@ def test_the_command_line_and_its_errors(finished, tmp_path, capsys):
     assert main(["carry", "restore", "--from", str(tmp_path / "full"), "--results", str(tmp_path / "r"),
                  "--logs", str(tmp_path / "l")]) == 2
     assert "no carried.json: not a folder that nmtlib carry save wrote" in capsys.readouterr().err
+
+
+def test_large_files_travel_gzip_compressed_and_come_back_byte_for_byte(finished, tmp_path, monkeypatch):
+    import gzip
+
+    import nmtlib.carry
+
+    monkeypatch.setattr(nmtlib.carry, "GZIP_FROM", 2000)  # the tiny run's files are small: compress most of them
+    to = tmp_path / "carried"
+    first = save(finished / EXP, finished / LOGS, to)
+    manifest = json.loads((to / MANIFEST).read_text())
+    packed = {k for k, e in manifest["carried"].items() if e.get("stored") == "gzip"}
+    assert packed == {k for k, e in manifest["carried"].items() if e["size"] >= 2000} and packed
+    for key in packed:
+        assert not (to / key).exists()
+        top, _, rest = key.partition("/")
+        original = finished / (EXP if top == "results" else LOGS) / rest
+        if not key.endswith(LEFT_BEHIND):
+            assert gzip.decompress((to / f"{key}.gz").read_bytes()) == original.read_bytes()
+    assert save(finished / EXP, finished / LOGS, to).copied == 0 < first.copied  # the same compressed bytes
+    work = new_machine(tmp_path)
+    restore(to, work / EXP, work / LOGS)
+    before, after = tree(finished / EXP), tree(work / EXP)
+    assert {n: s for n, s in after.items() if not n.endswith(LEFT_BEHIND)} == {
+        n: s for n, s in before.items() if n in after and not n.endswith(LEFT_BEHIND)}
+    assert not [n for n in before if n not in after and not n.endswith("model.pt") and "/checkpoints/" not in n]
