@@ -48,7 +48,7 @@ from typing import Any
 from nmtlib.atomic import atomic_write
 from nmtlib.errors import NmtlibError
 from nmtlib.files import file_digests
-from nmtlib.layout import LOGS, MODEL, RESULTS, TRAINING_RULE, Layout, Logs
+from nmtlib.layout import LEFT_BEHIND, LOGS, MODEL, RESULTS, TRAINING_RULE, Layout, Logs
 
 #: the manifest of a carried folder, beside its ``results/`` and ``logs/``
 MANIFEST = "carried.json"
@@ -308,3 +308,16 @@ def preprocess_of(layout: Layout[Path], variant: str, run: str) -> dict[str, Any
         return json.loads(left.read_text(encoding="utf-8")).get("preprocess")
     return None
 
+
+
+def weights(layout: Layout[Path], variant: str, run: str) -> Path:
+    """The ``model.pt`` of a trained model, for an analysis that runs it; a model whose results were
+    carried here without it, or one not trained, is a :class:`CarryError` that says how to get it."""
+    model = Path(layout.model(variant, run))
+    if model.exists():
+        return model
+    if Path(layout.left_behind(variant, run)).exists():
+        raise CarryError(f"{model}: not here: its results were carried from another machine without the weights "
+                         f"({LEFT_BEHIND}); train it again from its seed with snakemake --cores 1 --configfile "
+                         f"<the run's config> {model}")
+    raise CarryError(f"{model}: no trained model of {variant} {run}")

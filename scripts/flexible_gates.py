@@ -24,6 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
 from predicted_positions import load, per_step  # noqa: E402
 
+from nmtlib.carry import CarryError, weights  # noqa: E402
 from nmtlib.layout import Layout  # noqa: E402
 
 
@@ -55,9 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|")
     for spec in args.models:
         variant, _, run = spec.partition(":")
-        path = layout.model(variant, run or "seed1")
-        if not path.exists():
-            raise SystemExit(f"{path}: no model of {spec}")
+        try:
+            path = weights(layout, variant, run or "seed1")
+        except CarryError as err:
+            raise SystemExit(str(err)) from None
         model, data, device = load(path, src, tgt)
         g = gates(model, data, device)
         q1, q2, q3 = np.quantile(g, [0.25, 0.5, 0.75])

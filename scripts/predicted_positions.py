@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nmtlib.carry import CarryError, weights
 from nmtlib.layout import Layout
 
 PARTS = 5
@@ -92,9 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|" + "---|" * PARTS + "---|---|---|")
     for spec in args.models:
         variant, _, run = spec.partition(":")
-        path = layout.model(variant, run or "seed1")
-        if not path.exists():
-            raise SystemExit(f"{path}: no model of {spec}")
+        try:
+            path = weights(layout, variant, run or "seed1")
+        except CarryError as err:
+            raise SystemExit(str(err)) from None
         r = relative_positions(*load(path, src, tgt))
         parts = np.bincount(np.minimum((r * PARTS).astype(int), PARTS - 1), minlength=PARTS) * 100 / len(r)
         cells = " | ".join(f"{x:.1f}" for x in parts)

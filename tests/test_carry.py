@@ -210,3 +210,27 @@ def test_large_files_travel_gzip_compressed_and_come_back_byte_for_byte(finished
     assert {n: s for n, s in after.items() if not n.endswith(LEFT_BEHIND)} == {
         n: s for n, s in before.items() if n in after and not n.endswith(LEFT_BEHIND)}
     assert not [n for n in before if n not in after and not n.endswith("model.pt") and "/checkpoints/" not in n]
+
+
+def test_an_analysis_that_runs_a_carried_model_says_how_to_train_it_again(finished, carried, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from nmtlib.carry import weights
+    from nmtlib.layout import Layout
+
+    here = Layout(finished / EXP)
+    assert weights(here, "base", "seed1") == finished / EXP / "models/base/seed1/model.pt"
+    # the carried folder as results: every model's record of its weights, no weights
+    there = tmp_path / "tiny"
+    shutil.copytree(carried / "results", there)
+    model = there / "models/global-general-feed/seed1/model.pt"
+    with pytest.raises(CarryError, match=rf"{model}: not here: its results were carried from another machine "
+                                         rf"without the weights \(model\.left-behind\.json\); train it again"):
+        weights(Layout(there), "global-general-feed", "seed1")
+    with pytest.raises(CarryError, match=r"models/nothing/seed1/model\.pt: no trained model of nothing seed1"):
+        weights(Layout(there), "nothing", "seed1")
+    run = subprocess.run([sys.executable, str(ROOT / "scripts/predicted_positions.py"), str(there),
+                          "global-general-feed"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "carried from another machine without the weights" in run.stderr
