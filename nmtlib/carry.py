@@ -29,9 +29,11 @@ What stays behind:
 
 Nothing already there is overwritten: a result that exists with other bytes than the carried one
 stops the restore before it writes anything, and a log already there (of a job that ran on this
-machine too, such as the data steps) is kept in place of the carried one. Written here, not taken from ``rsync``/``tar``, because what
-to leave out (a model in training, the weights) and what to check (the regenerated data against the
-data the models were trained on) are the workflow's layout, and Snakemake needs the times.
+machine too, such as the data steps) is kept in place of the carried one.
+
+Written here, not taken from ``rsync`` or ``tar``, because what to leave out (a model in training,
+the weights) and what to check (the data made again against the data the models were trained on)
+are the workflow's layout, and Snakemake needs the times.
 """
 
 from __future__ import annotations
