@@ -124,6 +124,8 @@ def left_behind_record(model: Path) -> dict[str, Any]:
 
 def read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / MANIFEST
+    if not folder.is_dir():
+        raise CarryError(f"{folder}: no such folder")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

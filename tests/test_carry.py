@@ -184,6 +184,9 @@ def test_the_command_line_and_its_errors(finished, tmp_path, capsys):
     assert main(["carry", "restore", "--from", str(tmp_path / "full"), "--results", str(tmp_path / "r"),
                  "--logs", str(tmp_path / "l")]) == 2
     assert "no carried.json: not a folder that nmtlib carry save wrote" in capsys.readouterr().err
+    assert main(["carry", "restore", "--from", str(tmp_path / "nowhere"), "--results", str(tmp_path / "r"),
+                 "--logs", str(tmp_path / "l")]) == 2
+    assert capsys.readouterr().err.strip() == f"nmtlib carry: error: {tmp_path / 'nowhere'}: no such folder"
 
 
 def test_large_files_travel_gzip_compressed_and_come_back_byte_for_byte(finished, tmp_path, monkeypatch):
