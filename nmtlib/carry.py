@@ -145,8 +145,7 @@ def save(results: Path, logs: Path, to: Path) -> Carried:
     results, logs, to = Path(results), Path(logs), Path(to)
     if not results.is_dir():
         raise CarryError(f"{results}: no such results folder")
-    if to.resolve() == results.resolve() or results.resolve() in to.resolve().parents:
-        raise CarryError(f"--to {to}: inside the results folder {results}; give a folder outside it")
+    _apart("--to", to, results, logs)
     if to.exists() and any(to.iterdir()):
         before = read_manifest(to) if (to / MANIFEST).exists() else None
         if before is None:
@@ -218,6 +217,22 @@ def save(results: Path, logs: Path, to: Path) -> Carried:
     return done
 
 
+def _apart(flag: str, carried: Path, results: Path, logs: Path) -> None:
+    """The carried folder and the run's two folders must not hold one another: a save into the logs
+    folder would carry its own copy on the next save, a restore from inside the results would write
+    over what it reads."""
+    def overlap(a: Path, b: Path) -> bool:
+        a, b = a.resolve(), b.resolve()
+        return a == b or a in b.parents or b in a.parents
+
+    for name, folder in (("results", results), ("logs", logs)):
+        if overlap(carried, folder):
+            raise CarryError(f"{flag} {carried}: overlaps the {name} folder {folder}; give a folder apart from "
+                             f"both the results and the logs folders")
+    if overlap(results, logs):
+        raise CarryError(f"--results {results} and --logs {logs}: one holds the other; give the run's two folders")
+
+
 def _stored(folder: Path, key: str, entry: dict[str, Any]) -> Path:
     """Where a carried folder holds the file ``key``: under its name, gzip-compressed ones with ``.gz`` added."""
     return folder / (key + ".gz" if entry.get("stored") == GZIP else key)
@@ -259,6 +274,7 @@ def restore(source: Path, results: Path, logs: Path) -> Carried:
     which must have been made again already, against the digests the models were trained on; a file
     already in place against the carried one), so that a failed restore writes nothing."""
     source, results, logs = Path(source), Path(results), Path(logs)
+    _apart("--from", source, results, logs)
     manifest = read_manifest(source)
     if manifest.get("results") != results.name:
         raise CarryError(f"{source}: carries the results of {manifest.get('results')!r}, not of {results.name!r}")

@@ -173,9 +173,17 @@ def test_the_command_line_and_its_errors(finished, tmp_path, capsys):
                  "--to", str(to)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "2 trained models' results" in out[0] and json.loads(out[-1])["models"] == 2
-    assert main(["carry", "save", "--results", str(finished / EXP), "--logs", str(finished / LOGS),
-                 "--to", str(finished / EXP / "tables")]) == 2
-    assert "inside the results folder" in capsys.readouterr().err
+    logs_before = sorted(p for p in (finished / LOGS).rglob("*"))
+    for flag, folder in (("--to", finished / EXP / "tables"), ("--to", finished / LOGS / "carried"),
+                         ("--to", finished), ("--from", finished / LOGS / "old")):
+        command = "save" if flag == "--to" else "restore"
+        assert main(["carry", command, "--results", str(finished / EXP), "--logs", str(finished / LOGS),
+                     flag, str(folder)]) == 2
+        assert f"{flag} {folder}: overlaps the " in capsys.readouterr().err
+    assert sorted(p for p in (finished / LOGS).rglob("*")) == logs_before  # nothing written into the logs
+    assert main(["carry", "save", "--results", str(finished / EXP), "--logs", str(finished / EXP / "logs"),
+                 "--to", str(tmp_path / "apart")]) == 2
+    assert "one holds the other" in capsys.readouterr().err and not (tmp_path / "apart").exists()
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "notes.txt").write_text("mine\n")
     assert main(["carry", "save", "--results", str(finished / EXP), "--logs", str(finished / LOGS),
