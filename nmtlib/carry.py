@@ -291,6 +291,12 @@ def restore(source: Path, results: Path, logs: Path) -> Carried:
     todo: list[tuple[Path, bytes | None, dict[str, Any]]] = []
     for key, entry in carried.items():
         data, dest = _carried_bytes(source, key, entry), _place(key, results, logs)
+        if dest.name == LEFT_BEHIND and (weights_here := dest.with_name(MODEL)).exists():
+            if not _same(weights_here, json.loads(data)):
+                raise CarryError(f"{weights_here}: other weights than those the carried results were computed "
+                                 f"with ({LEFT_BEHIND}: sha256 {json.loads(data)['sha256'][:12]}…); nothing restored "
+                                 f"(move them away to take the carried results)")
+            continue  # the weights themselves are here: no record of them left behind
         if dest.exists():
             if not _same(dest, entry):
                 if key.startswith(f"{LOGS}/"):

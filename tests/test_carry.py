@@ -150,6 +150,25 @@ def test_a_restore_checks_everything_before_it_writes_anything(carried, tmp_path
     assert not (results / "models").exists() and tree(logs) == logged
 
 
+def test_restored_where_the_weights_are_it_records_none_left_behind_and_other_weights_stop_it(finished, carried,
+                                                                                              tmp_path):
+    results, logs = tmp_path / EXP, tmp_path / LOGS
+    shutil.copytree(finished / EXP, results)
+    shutil.copytree(finished / LOGS, logs)
+    before = tree(results)
+    done = restore(carried, results, logs)
+    assert done.copied == 0 and not list(results.rglob(LEFT_BEHIND))
+    assert {k: digest for k, (digest, _) in tree(results).items()} == {k: d for k, (d, _) in before.items()}
+    # the weights of another training in a carried model's place: its carried results are not theirs
+    base, other = (results / "models" / v / "seed1" / "model.pt" for v in VARIANTS)
+    shutil.copyfile(other, base)
+    placed = tree(results)
+    with pytest.raises(CarryError, match=r"models/base/seed1/model\.pt: other weights than those the carried "
+                                         r"results were computed with"):
+        restore(carried, results, logs)
+    assert tree(results) == placed
+
+
 def test_a_model_still_training_is_left_out_whole_and_a_second_save_brings_the_folder_up_to_date(finished, tmp_path):
     work = tmp_path / "work"
     shutil.copytree(finished, work, symlinks=True)
