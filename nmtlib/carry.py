@@ -21,7 +21,8 @@ What stays behind:
   holds :data:`~nmtlib.layout.LEFT_BEHIND` in their place, with the weights' digest, size and time
   and the preprocess record the reports read of them (:meth:`~nmtlib.layout.Layout.trained` counts
   the model as trained); a model still training when saved is left out whole, and trains from the
-  start on the other machine;
+  start on the other machine; a carried model being trained again for its weights (the same
+  variant, seed and data) keeps the results carried before until it is done;
 - the corpus and its tokenized text (``corpus/``, ``data/``): the other machine makes them again
   from its download cache, and the manifest keeps their digests and times, which :func:`restore`
   checks and sets. So the workflow's data steps run there first
@@ -50,7 +51,7 @@ from typing import Any
 from nmtlib.atomic import atomic_write
 from nmtlib.errors import NmtlibError
 from nmtlib.files import file_digests
-from nmtlib.layout import LEFT_BEHIND, LOGS, MODEL, RESULTS, TRAINING_RULE, Layout, Logs
+from nmtlib.layout import LEFT_BEHIND, LOGS, MODEL, RECORD, RESULTS, TRAIN_LOG, TRAINING_RULE, Layout, Logs
 
 #: the manifest of a carried folder, beside its ``results/`` and ``logs/``
 MANIFEST = "carried.json"
@@ -85,13 +86,41 @@ def _entry(path: Path) -> dict[str, Any]:
 
 
 def _model_runs(layout: Layout[Path]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """The experiment's model folders: those trained, and those still training (no weights, no record of
-    weights left behind)."""
+    """The experiment's model folders: those trained, and those still training: no weights and no
+    record of weights left behind, or a carried model trained again (:func:`_training_again`)."""
     trained, training = [], []
     for folder, (variant, run) in layout.found(layout.model_dir("*", "*")):
         if folder.is_dir():
-            (trained if layout.trained(variant, run) else training).append((variant, run))
+            done = layout.trained(variant, run) and not _training_again(layout, variant, run)
+            (trained if done else training).append((variant, run))
     return trained, training
+
+
+def _training_again(layout: Layout[Path], variant: str, run: str) -> bool:
+    """Whether a model carried here without its weights is being trained again (a job needs them):
+    Snakemake has removed the learning curve and record it was carried with and the trainer writes
+    new ones, so they are not those its record of the weights left behind names, or it has a resume
+    state. Its folder then holds the start of a training, not the carried model."""
+    left = Path(layout.left_behind(variant, run))
+    if Path(layout.model(variant, run)).exists() or not left.exists():
+        return False
+    if Path(layout.resume_state(variant, run)).exists():
+        return True
+    beside = json.loads(left.read_text(encoding="utf-8")).get("beside", {})  # (records before it: none)
+    model_dir = Path(layout.model_dir(variant, run))
+    return any(not (model_dir / name).exists() or file_digests(model_dir / name)["sha256"] != digest
+               for name, digest in beside.items())
+
+
+def _same_training(record: Path, carried: bytes) -> bool:
+    """Whether the training whose record (``env.json``) is ``record`` trains the model carried with
+    the record ``carried``: the same variant, seed, parent and data, so the same weights on the same
+    kind of processor."""
+    try:
+        now, then = json.loads(record.read_text(encoding="utf-8")), json.loads(carried)
+    except (OSError, ValueError):
+        return False
+    return all(now.get(key) == then.get(key) for key in ("variant", "seed", "init_from", "data_sha256"))
 
 
 def _left_out(layout: Layout[Path], logs: Logs[Path], training: list[tuple[str, str]]) -> set[Path]:
@@ -119,7 +148,10 @@ def left_behind_record(model: Path) -> dict[str, Any]:
     and the preprocess record (languages, tokenizers, case) ``nmtlib translate`` and the reports read."""
     from nmtlib import checkpoint
 
-    return {**_entry(model), "file": MODEL, "preprocess": checkpoint.load(model).get("preprocess")}
+    beside = {name: file_digests(model.parent / name)["sha256"] for name in (TRAIN_LOG, RECORD)
+              if (model.parent / name).exists()}  # how the model's folder was when it finished
+    return {**_entry(model), "file": MODEL, "preprocess": checkpoint.load(model).get("preprocess"),
+            "beside": beside}
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
@@ -146,6 +178,7 @@ def save(results: Path, logs: Path, to: Path) -> Carried:
     if not results.is_dir():
         raise CarryError(f"{results}: no such results folder")
     _apart("--to", to, results, logs)
+    before: dict[str, Any] | None = None
     if to.exists() and any(to.iterdir()):
         before = read_manifest(to) if (to / MANIFEST).exists() else None
         if before is None:
@@ -177,6 +210,21 @@ def save(results: Path, logs: Path, to: Path) -> Carried:
                 raise CarryError(f"{path}: a result named .gz; nmtlib carry restores through a writer that "
                                  f"compresses such names, so it cannot carry it")
             carried[key], sources[key] = _entry(path), path
+    # a carried model trained again for the same weights (a job needs them): the results carried earlier
+    # stay carried, so that losing this machine during the training loses nothing
+    for variant, run in training:
+        record_key = f"{RESULTS}/{layout.record(variant, run).relative_to(results).as_posix()}"
+        earlier = (before or {}).get("carried", {})
+        if not Path(layout.left_behind(variant, run)).exists() or record_key not in earlier:
+            continue
+        if not _same_training(layout.record(variant, run), _carried_bytes(to, record_key, earlier[record_key])):
+            continue
+        own = _left_out(layout, job_logs, [(variant, run)])
+        for key, entry in earlier.items():
+            if _under(_place(key, results, logs), own):
+                carried[key], sources[key] = entry, _carried_bytes(to, key, entry)
+        done.left_out.remove(f"{variant}/{run}")
+        done.models.append(f"{variant}/{run}")
     for variant, run in trained:
         model = layout.model(variant, run)
         if model.exists():  # (a left-behind record beside it is of weights trained again since)

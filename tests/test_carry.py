@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import trained_variants
-from nmtlib.carry import MANIFEST, CarryError, restore, save
+from nmtlib.carry import MANIFEST, CarryError, read_manifest, restore, save
 from nmtlib.cli import main
 from nmtlib.layout import LEFT_BEHIND
 from nmtlib.report.publish import model_runs, preprocess_record
@@ -48,7 +48,7 @@ def carried(finished, tmp_path_factory) -> Path:
 def new_machine(tmp_path: Path) -> Path:
     """A working folder where the run's data were made again, and nothing else."""
     work = tmp_path / "other"
-    work.mkdir()
+    work.mkdir(parents=True)
     run = snakemake(work, config_file(tmp_path / "tiny.yaml"), "--until", "prepare_split")
     assert run.returncode == 0, run.stderr[-3000:]
     assert not (work / EXP / "models").exists()
@@ -167,6 +167,38 @@ def test_restored_where_the_weights_are_it_records_none_left_behind_and_other_we
                                          r"results were computed with"):
         restore(carried, results, logs)
     assert tree(results) == placed
+
+
+def test_a_carried_model_trained_again_keeps_its_carried_results_until_it_is_done(carried, tmp_path):
+    work = new_machine(tmp_path)
+    results, logs = work / EXP, work / LOGS
+    restore(carried, results, logs)
+    to = tmp_path / "saved"  # the folder this machine saves into, as the run goes on
+    shutil.copytree(carried, to)
+    folder = results / "models" / "base" / "seed1"
+    # a job needs the weights: Snakemake removes the learning curve and record, the trainer starts anew
+    # and writes its own (a header, the same options with one more start) and then a resume state
+    header = (folder / "train_log.csv").read_text().splitlines()[0] + "\n"
+    record = json.loads((folder / "env.json").read_text())
+    (folder / "train_log.csv").write_text(header)
+    (folder / "env.json").write_text(json.dumps({**record, "starts": [*record.get("starts", []), {"again": 1}]}))
+
+    def own(manifest: dict) -> dict[str, str]:
+        return {k: e["sha256"] for k, e in manifest["carried"].items() if "/base/seed1/" in k or "base.seed1." in k}
+
+    carried_before = own(read_manifest(carried))
+    assert any(k.endswith("models/base/seed1/train_log.csv") for k in carried_before)
+    done = save(results, logs, to)
+    assert "base/seed1" in done.models and done.left_out == []
+    assert own(read_manifest(to)) == carried_before  # the carried results, not the training's first lines
+    third = new_machine(tmp_path / "third")  # and they restore, on a third machine
+    assert restore(to, third / EXP, third / LOGS).models == done.models
+    # a training of other weights (another seed) is not the carried model: none of its results is carried
+    record["seed"] += 1
+    (folder / "env.json").write_text(json.dumps(record))
+    done = save(results, logs, to)
+    assert done.left_out == ["base/seed1"]
+    assert not [k for k in own(read_manifest(to)) if k.startswith("results/") or "train_model" in k]
 
 
 def test_a_model_still_training_is_left_out_whole_and_a_second_save_brings_the_folder_up_to_date(finished, tmp_path):
