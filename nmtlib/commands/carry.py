@@ -41,11 +41,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     restore.set_defaults(func=_restore)
 
 
+def _models(models: list[str]) -> str:
+    return f"{len(models)} trained model's results" if len(models) == 1 else f"{len(models)} trained models' results"
+
+
 def _save(args: argparse.Namespace) -> int:
     from nmtlib.carry import save
 
     done = save(args.results, args.logs, args.to)
-    print(f"{args.results} -> {args.to}: {len(done.models)} trained models' results, {done.files} files "
+    print(f"{args.results} -> {args.to}: {_models(done.models)}, {done.files} files "
           f"({done.bytes / 1e6:.1f} MB, {done.copied} copied), without their weights"
           + (f"; left out, still training: {', '.join(done.left_out)}" if done.left_out else "")
           + f"; {done.regenerated} corpus and data files to make again there")
@@ -57,7 +61,7 @@ def _restore(args: argparse.Namespace) -> int:
     from nmtlib.carry import restore
 
     done = restore(args.source, args.results, args.logs)
-    print(f"{args.source} -> {args.results}, {args.logs}: {len(done.models)} trained models' results, "
+    print(f"{args.source} -> {args.results}, {args.logs}: {_models(done.models)}, "
           f"{done.files} files ({done.copied} written, the rest were there), each with its time; "
           f"{done.regenerated} corpus and data files found as the models were trained on them")
     print(json.dumps(done.as_dict()))
