@@ -212,9 +212,9 @@ def save(results: Path, logs: Path, to: Path) -> Carried:
             carried[key], sources[key] = _entry(path), path
     # a carried model trained again for the same weights (a job needs them): the results carried earlier
     # stay carried, so that losing this machine during the training loses nothing
+    earlier = (before or {}).get("carried", {})
     for variant, run in training:
         record_key = f"{RESULTS}/{layout.record(variant, run).relative_to(results).as_posix()}"
-        earlier = (before or {}).get("carried", {})
         if not Path(layout.left_behind(variant, run)).exists() or record_key not in earlier:
             continue
         if not _same_training(layout.record(variant, run), _carried_bytes(to, record_key, earlier[record_key])):
